@@ -1,0 +1,127 @@
+# crawld — plain Makefile. `make` builds bin/crawld; `make test` runs every
+# cmocka test; `make asan` / `make tsan` run them under sanitizers; `make run`
+# crawls the local test site; `make bench` runs bench/; `make fuzz` builds the
+# libFuzzer targets with clang. Modules and tests are found by wildcard, so a
+# new module.c or tests/test_x.c needs no edit here.
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+VARIANT ?=
+
+# Debian packages the build, the tests and `make run` need.
+DEB_PKGS = pkg-config gcc make clang libclang-rt-14-dev libcurl4-openssl-dev \
+	libxml2-dev libxml2-utils libxxhash-dev libsqlite3-dev libcmocka-dev \
+	libmicrohttpd-dev libjansson-dev libpsl-dev zlib1g-dev libssl-dev \
+	libbloom-dev
+PC_LIBS = libcurl libxml-2.0 libxxhash sqlite3 libmicrohttpd jansson libpsl zlib libcrypto
+
+WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wwrite-strings -Wvla -Wformat=2
+OPT ?= -O2 -g
+SAN_asan = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_tsan = -fsanitize=thread
+SAN = $(SAN_$(VARIANT))
+PC_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PC_LIBS) cmocka 2>/dev/null)
+PC_LDLIBS := $(shell $(PKG_CONFIG) --libs $(PC_LIBS) 2>/dev/null)
+CFLAGS ?=
+BASE_CPPFLAGS = -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -I.
+CPPFLAGS += $(BASE_CPPFLAGS) -MMD -MP
+ALL_CFLAGS = -std=c11 $(WARN) $(OPT) $(SAN) $(PC_CFLAGS) $(CFLAGS)
+LDLIBS += $(PC_LDLIBS) -lpthread -lm
+
+B := build$(if $(VARIANT),/$(VARIANT),/default)
+BIN := $(if $(VARIANT),$(B)/bin,bin)
+
+LIB_SRC := $(filter-out crawler/main.c,$(wildcard common/*.c config/*.c dedup/*.c storage/*.c frontier/*.c crawler/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+LIB := $(B)/libcrawld.a
+TSUP_SRC := $(wildcard tests/support/*.c)
+TSUP_OBJ := $(TSUP_SRC:%.c=$(B)/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TESTS := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+REPLAYS := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(B)/tests/replay_%)
+SITE_SRC := $(wildcard tests/site/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
+PROGS := $(BIN)/crawld $(if $(SITE_SRC),$(BIN)/testsite)
+
+.PHONY: all deps test check asan tsan run bench fuzz clean tests-build
+all: $(PROGS)
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN)/crawld: $(B)/crawler/main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BIN)/testsite: $(SITE_SRC:%.c=$(B)/%.o) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/tests/test_%: $(B)/tests/test_%.o $(TSUP_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(B)/tests/replay_%: $(B)/tests/fuzz/fuzz_%.o $(B)/tests/fuzz/replay.o $(LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(B)/bench/%: $(B)/bench/%.o $(LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lbloom
+
+tests-build: $(PROGS) $(TESTS) $(REPLAYS)
+
+# Installs what is missing (as root), or prints the exact line to run.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "make deps: installing$$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || exit 1; \
+	else \
+	  echo "make deps: missing packages; run as root:"; \
+	  echo "  apt-get update && apt-get install -y --no-install-recommends$$missing"; exit 1; \
+	fi
+
+# Sub-makes re-read the Makefile after deps so pkg-config sees the new packages.
+test check: deps
+	@$(MAKE) --no-print-directory tests-build
+	@sh tests/run.sh $(B) $(BIN)
+
+asan: deps
+	@$(MAKE) --no-print-directory VARIANT=asan tests-build
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  sh tests/run.sh build/asan build/asan/bin
+
+tsan: deps
+	@$(MAKE) --no-print-directory VARIANT=tsan tests-build
+	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 sh tests/run.sh build/tsan build/tsan/bin
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@sh tests/site/run-main.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory $(PROGS) $(BENCHES)
+	@sh bench/run.sh $(B) $(BIN)
+
+# libFuzzer targets (clang): build/fuzz/fuzz_NAME; see tests/fuzz/README.md.
+FUZZ_CFLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(PC_CFLAGS)
+fuzz: deps
+	@mkdir -p build/fuzz
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  echo "clang $$n"; \
+	  clang $(BASE_CPPFLAGS) $(FUZZ_CFLAGS) -o build/fuzz/$$n $$f $(LIB_SRC) $(LDLIBS) || exit 1; done
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)
