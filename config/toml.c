@@ -6,10 +6,12 @@
  * whole document; the first error stops the parse and is the one reported.
  *
  * Memory. The document (struct tdoc) owns two things: an arena of blocks
- * holding every string, key and container header (they never move), and a
- * list of every container, whose growable item arrays and hash indexes are
- * separate allocations. toml_free walks that list, so freeing never
- * recurses and a half-built tree from a failed parse is freed the same way.
+ * holding every string, key and container header (they never move) and the
+ * small item arrays, and a list of every container, whose item arrays past
+ * ARENA_ITEMS bytes and hash indexes are separate allocations. toml_free
+ * walks that list, so freeing never recurses and a half-built tree from a
+ * failed parse is freed the same way. (Small arrays that grow leave their
+ * old copy in the arena: at most as much again as their final size.)
  * Values are stored by value (24 bytes) inside their table's entry array or
  * their array's item array; the parser only ever holds pointers to
  * containers, which are stable, never to values, which move on growth.
@@ -45,6 +47,7 @@
 #define SMALL_TABLE 8          /* tables this small are searched linearly */
 #define ARENA_FIRST 2048       /* first arena block; later ones double */
 #define ARENA_MAX 65536        /* largest shared arena block */
+#define ARENA_ITEMS 512        /* item arrays up to this size live in the arena */
 
 enum {
     T_IMPLICIT = 1, /* created as the parent in a [header]; may be defined once */
@@ -89,6 +92,7 @@ struct tcont {
     uint32_t nslots; /* power of two */
     uint8_t depth;   /* root table 0 */
     uint8_t flags;
+    uint8_t heap;    /* items outgrew the arena and were malloc'd */
 };
 
 typedef struct ablock {
@@ -387,16 +391,28 @@ static void index_put(tcont *t, uint32_t at)
     t->index[i] = at + 1;
 }
 
-static int grow(parser *p, void **items, uint32_t *cap, size_t size)
+/* Doubles c's item array (elements of size bytes). */
+static int grow(parser *p, tcont *c, size_t size)
 {
-    if (*cap > UINT32_MAX / 4)
+    if (c->cap > UINT32_MAX / 4)
         return oom(p);
-    uint32_t nc = *cap ? *cap * 2 : 4;
-    void *ni = cr_realloc(*items, (size_t)nc * size);
-    if (ni == NULL)
-        return oom(p);
-    *items = ni;
-    *cap = nc;
+    uint32_t nc = c->cap ? c->cap * 2 : 1;
+    size_t bytes = (size_t)nc * size;
+    void *ni;
+    if (c->heap) {
+        ni = cr_realloc(c->items, bytes);
+        if (ni == NULL)
+            return oom(p);
+    } else {
+        ni = bytes <= ARENA_ITEMS ? arena_alloc(p, bytes) : cr_malloc(bytes);
+        if (ni == NULL)
+            return bytes <= ARENA_ITEMS ? -1 : oom(p);
+        if (c->n)
+            memcpy(ni, c->items, (size_t)c->n * size);
+        c->heap = bytes > ARENA_ITEMS;
+    }
+    c->items = ni;
+    c->cap = nc;
     return 0;
 }
 
@@ -404,7 +420,7 @@ static int grow(parser *p, void **items, uint32_t *cap, size_t size)
 static int tab_add(parser *p, tcont *t, const char *key, size_t keylen, uint32_t hash,
                    const toml_value *v)
 {
-    if (t->n == t->cap && grow(p, &t->items, &t->cap, sizeof(tentry)) < 0)
+    if (t->n == t->cap && grow(p, t, sizeof(tentry)) < 0)
         return -1;
     tentry *e = (tentry *)t->items + t->n;
     e->key = key;
@@ -433,7 +449,7 @@ static int tab_add(parser *p, tcont *t, const char *key, size_t keylen, uint32_t
 
 static int arr_push(parser *p, tcont *a, const toml_value *v)
 {
-    if (a->n == a->cap && grow(p, &a->items, &a->cap, sizeof(toml_value)) < 0)
+    if (a->n == a->cap && grow(p, a, sizeof(toml_value)) < 0)
         return -1;
     ((toml_value *)a->items)[a->n++] = *v;
     return 0;
@@ -1317,7 +1333,8 @@ void toml_free(toml_value *v)
         return;
     tdoc *d = (tdoc *)v;
     for (tcont *c = d->conts; c != NULL; c = c->next) {
-        cr_free(c->items);
+        if (c->heap)
+            cr_free(c->items);
         cr_free(c->index);
     }
     ablock *b = d->blocks;
