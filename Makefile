@@ -29,8 +29,10 @@ CPPFLAGS += $(BASE_CPPFLAGS) -MMD -MP
 ALL_CFLAGS = -std=c11 $(WARN) $(OPT) $(SAN) $(PC_CFLAGS) $(CFLAGS)
 LDLIBS += $(PC_LDLIBS) -lpthread -lm
 
-B := build$(if $(VARIANT),/$(VARIANT),/default)
-BIN := $(if $(VARIANT),$(B)/bin,bin)
+# Each variant (and a clang build) has its own tree; only the default
+# build writes bin/.
+B := build/$(or $(VARIANT),default)$(if $(findstring clang,$(CC)),-clang)
+BIN := $(if $(VARIANT)$(findstring clang,$(CC)),$(B)/bin,bin)
 
 LIB_SRC := $(filter-out crawler/main.c,$(wildcard common/*.c config/*.c dedup/*.c storage/*.c frontier/*.c crawler/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
@@ -99,11 +101,12 @@ test check: deps
 asan: deps
 	@$(MAKE) --no-print-directory VARIANT=asan tests-build
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  sh tests/run.sh build/asan build/asan/bin
+	  sh tests/run.sh $(subst default,asan,$(B)) $(subst default,asan,$(B))/bin
 
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan tests-build
-	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 sh tests/run.sh build/tsan build/tsan/bin
+	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  sh tests/run.sh $(subst default,tsan,$(B)) $(subst default,tsan,$(B))/bin
 
 run: deps
 	@$(MAKE) --no-print-directory all

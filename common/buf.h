@@ -26,7 +26,8 @@ int cr_buf_putc(cr_buf *b, char c);
 int cr_buf_puts(cr_buf *b, const char *s);
 int cr_buf_printf(cr_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-int cr_buf_vprintf(cr_buf *b, const char *fmt, va_list ap);
+int cr_buf_vprintf(cr_buf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* Caller owns the result (free with cr_free); the buffer is left empty.
  * Never NULL for an empty buffer unless memory runs out. */
 char *cr_buf_take(cr_buf *b);

@@ -22,8 +22,8 @@ for t in "$B"/tests/test_* "$B"/tests/replay_*; do
     "$t" >"$log" 2>&1
     rc=$?
     cat "$log"
-    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+    p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+    f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-0}))
     if [ $rc -ne 0 ] || [ -z "$p$f" ]; then

@@ -63,6 +63,7 @@ int main(int argc, char **argv)
     name = name ? name + 1 : argv[0];
     if (strncmp(name, "replay_", 7) == 0)
         name += 7;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep cmocka's stdout and stderr in order */
     snprintf(corpus_dir, sizeof corpus_dir, "tests/fuzz/corpus/%s", name);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(replay_corpus),

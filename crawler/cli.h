@@ -1,0 +1,36 @@
+/* crawler/cli: what every subcommand shares: the configuration options
+ * (-c FILE, --set section.key=value, repeated) and error reporting.
+ * Each subcommand is one cmd_NAME(argc, argv) in its own crawler/cmd_*.c,
+ * dispatched from crawler/main.c; argv[0] is the subcommand's name.
+ * Exit codes: 0 success, 1 the command's own "no" (a rejected URL, an
+ * invalid configuration), 2 usage errors. */
+#ifndef CRAWLD_CLI_H
+#define CRAWLD_CLI_H
+
+#include <stdbool.h>
+
+#include "config/config.h"
+
+#define CLI_MAX_SETS 256
+
+/* Collects -c/--config and --set while a command parses its flags. */
+typedef struct cli_conf {
+    const char *path;                 /* NULL: ./crawl.toml if present */
+    const char *sets[CLI_MAX_SETS];
+    int nsets;
+} cli_conf;
+
+/* Takes argv[*i] (and its value, advancing *i) when it is -c/--config FILE
+ * or --set K=V (also --config=FILE, --set=K=V). 1: taken; 0: not one of
+ * these; -1: an error was printed (exit 2). */
+int cli_conf_arg(cli_conf *cc, const char *cmd, int argc, char **argv, int *i);
+/* Defaults, then the file, then every --set in order. Prints the error
+ * ("crawld CMD: FILE:LINE:COL: message") and returns 1 on failure. */
+int cli_conf_load(const cli_conf *cc, const char *cmd, crawl_config *cfg, bool syntax_only);
+
+/* Prints "crawld CMD: unknown option 'X' (try 'crawld CMD --help')", returns 2. */
+int cli_bad_option(const char *cmd, const char *opt);
+
+int cmd_check_config(int argc, char **argv);
+
+#endif

@@ -1,0 +1,230 @@
+/* tests/test_cli: bin/crawld's command line: help, errors, exit codes,
+ * check-config. Runs the real binary (CRAWLD_BIN). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/buf.h"
+#include "tests/support/proc.h"
+
+typedef struct result {
+    int rc;
+    cr_buf out, err;
+} result;
+
+static result run(const char *const args[])
+{
+    result r;
+    cr_buf_init(&r.out, 0);
+    cr_buf_init(&r.err, 0);
+    r.rc = proc_crawld(args, NULL, &r.out, &r.err);
+    if (r.out.data == NULL)
+        cr_buf_puts(&r.out, "");
+    if (r.err.data == NULL)
+        cr_buf_puts(&r.err, "");
+    return r;
+}
+
+static void done(result *r)
+{
+    cr_buf_release(&r->out);
+    cr_buf_release(&r->err);
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static const char *const subcommands[] = { "run", "dedup", "stats", "report", "check-config",
+                                           "canon", "links", "robots" };
+
+static void help_lists_every_subcommand(void **state)
+{
+    (void)state;
+    result r = run((const char *const[]){ "--help", NULL });
+    assert_int_equal(r.rc, 0);
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        assert_non_null(strstr(r.out.data, subcommands[i]));
+    done(&r);
+}
+
+static void every_subcommand_has_help(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++) {
+        result r = run((const char *const[]){ subcommands[i], "--help", NULL });
+        assert_int_equal(r.rc, 0);
+        char want[64];
+        snprintf(want, sizeof want, "usage: crawld %s", subcommands[i]);
+        if (strstr(r.out.data, want) == NULL)
+            fail_msg("%s --help printed: %s", subcommands[i], r.out.data);
+        done(&r);
+    }
+}
+
+static void no_arguments_is_a_usage_error(void **state)
+{
+    (void)state;
+    result r = run((const char *const[]){ NULL });
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err.data, "usage:"));
+    done(&r);
+}
+
+static void unknown_subcommand_is_one_line_exit_2(void **state)
+{
+    (void)state;
+    result r = run((const char *const[]){ "crawl", NULL });
+    assert_int_equal(r.rc, 2);
+    assert_int_equal(count_lines(r.err.data), 1);
+    assert_string_equal(r.err.data, "crawld: unknown command 'crawl' (try 'crawld --help')\n");
+    done(&r);
+    r = run((const char *const[]){ "--verbose", NULL });
+    assert_int_equal(r.rc, 2);
+    assert_int_equal(count_lines(r.err.data), 1);
+    done(&r);
+}
+
+static void unknown_flag_is_one_line_exit_2(void **state)
+{
+    (void)state;
+    result r = run((const char *const[]){ "check-config", "--frobnicate", NULL });
+    assert_int_equal(r.rc, 2);
+    assert_int_equal(count_lines(r.err.data), 1);
+    assert_non_null(strstr(r.err.data, "'--frobnicate'"));
+    done(&r);
+    r = run((const char *const[]){ "check-config", "-c", NULL });
+    assert_int_equal(r.rc, 2);
+    assert_int_equal(count_lines(r.err.data), 1);
+    done(&r);
+}
+
+static void every_subcommand_rejects_unknown_flags(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++) {
+        result r = run((const char *const[]){ subcommands[i], "--bogus-flag-x", NULL });
+        assert_int_equal(r.rc, 2);
+        assert_int_equal(count_lines(r.err.data), 1);
+        done(&r);
+    }
+}
+
+static void check_config_accepts_a_good_file(void **state)
+{
+    (void)state;
+    const char *t = "[fetch]\nthreads = 5\n";
+    const char *p = proc_temp_file(0, t, strlen(t));
+    result r = run((const char *const[]){ "check-config", "-c", p, NULL });
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out.data, "threads = 5\n"));
+    assert_non_null(strstr(r.out.data, "configuration OK\n"));
+    done(&r);
+    unlink(p);
+}
+
+static void check_config_reports_file_line_col(void **state)
+{
+    (void)state;
+    const char *t = "[fetch]\nthreads = 5\n\n[dedup]\n  fp_rat = 0.1\n";
+    const char *p = proc_temp_file(0, t, strlen(t));
+    result r = run((const char *const[]){ "check-config", "-c", p, NULL });
+    assert_int_equal(r.rc, 1);
+    char want[256];
+    snprintf(want, sizeof want,
+             "crawld check-config: %s:5:3: unknown key 'dedup.fp_rat'; did you mean "
+             "'dedup.fp_rate'?\n",
+             p);
+    assert_string_equal(r.err.data, want);
+    assert_int_equal(r.out.len, 0);
+    done(&r);
+    unlink(p);
+}
+
+static void check_config_set_overrides_file(void **state)
+{
+    (void)state;
+    const char *t = "[fetch]\nthreads = 5\n";
+    const char *p = proc_temp_file(0, t, strlen(t));
+    result r = run((const char *const[]){ "check-config", "-c", p, "--set", "fetch.threads=6",
+                                          "--set", "crawl.seeds=[\"http://a/\"]", NULL });
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out.data, "threads = 6\n"));
+    assert_non_null(strstr(r.out.data, "seeds = [\"http://a/\"]\n"));
+    done(&r);
+    r = run((const char *const[]){ "check-config", "-c", p, "--set", "fetch.threads=0", NULL });
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err.data, "--set:1:7: fetch.threads = 0 is out of range"));
+    done(&r);
+    unlink(p);
+}
+
+static void check_config_syntax_only(void **state)
+{
+    (void)state;
+    const char *t = "[whatever]\nkey = 1\n";
+    const char *p = proc_temp_file(0, t, strlen(t));
+    result r = run((const char *const[]){ "check-config", "-c", p, "--syntax-only", NULL });
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out.data, "configuration OK\n");
+    done(&r);
+    r = run((const char *const[]){ "check-config", "-c", p, NULL });
+    assert_int_equal(r.rc, 1);
+    done(&r);
+    unlink(p);
+}
+
+static void check_config_missing_file(void **state)
+{
+    (void)state;
+    result r = run((const char *const[]){ "check-config", "-c", "/nonexistent.toml", NULL });
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.err.data, "crawld check-config: /nonexistent.toml: cannot open: No "
+                                    "such file or directory\n");
+    done(&r);
+}
+
+static void defaults_print_a_loadable_config(void **state)
+{
+    (void)state;
+    result r = run((const char *const[]){ "check-config", "--defaults", NULL });
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out.data, "[dedup]\n"));
+    assert_non_null(strstr(r.out.data, "# default: 0.01"));
+    const char *p = proc_temp_file(0, r.out.data, r.out.len);
+    result r2 = run((const char *const[]){ "check-config", "-c", p, NULL });
+    assert_int_equal(r2.rc, 0);
+    done(&r2);
+    done(&r);
+    unlink(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(help_lists_every_subcommand),
+        cmocka_unit_test(every_subcommand_has_help),
+        cmocka_unit_test(no_arguments_is_a_usage_error),
+        cmocka_unit_test(unknown_subcommand_is_one_line_exit_2),
+        cmocka_unit_test(unknown_flag_is_one_line_exit_2),
+        cmocka_unit_test(every_subcommand_rejects_unknown_flags),
+        cmocka_unit_test(check_config_accepts_a_good_file),
+        cmocka_unit_test(check_config_reports_file_line_col),
+        cmocka_unit_test(check_config_set_overrides_file),
+        cmocka_unit_test(check_config_syntax_only),
+        cmocka_unit_test(check_config_missing_file),
+        cmocka_unit_test(defaults_print_a_loadable_config),
+    };
+    return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}
