@@ -369,6 +369,20 @@ static const errcase err_cases[] = {
     {"a = \"\\\x01\"", 0, 1, 6, "invalid escape: '\\' followed by control character U+0001"},
     {"a = 0b102", 0, 1, 9, "unexpected '2' in binary integer"},
     {"a = 0o8", 0, 1, 7, "expected a digit in octal integer"},
+    {BIN("# ok \xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e\n# bad \xf4\x90\x80\x80\n"), 2, 7,
+     "invalid UTF-8 byte 0xF4 in comment"},
+    {BIN("# \xe0\x80\xaf overlong\n"), 1, 3, "invalid UTF-8 byte 0xE0 in comment"},
+    {BIN("a = \"\xe2\x82\""), 1, 6, "invalid UTF-8 byte 0xE2 in string"}, /* cut short */
+    {"a = 1\n\rb = 2", 0, 2, 1, "unexpected bare carriage return"},
+    {"a = [1,\n2", 0, 1, 5, "unterminated array"},
+    {"a = {b = 1", 0, 1, 5, "unterminated inline table"},
+    {"a = \"\\\t\"", 0, 1, 6, "invalid escape: '\\' followed by tab"},
+    {BIN("a = \xc3\xa9"), 1, 5, "expected a value, found character U+00E9"},
+    {"a = 'x\ty\x7f'", 0, 1, 9, "control character U+007F in string"},
+    {"a = 1_000_", 0, 1, 10, "'_' must be between digits"},
+    {"a = +_1", 0, 1, 6, "expected a digit in number, found '_'"},
+    {"a = 1.5.", 0, 1, 8, "unexpected '.' in number"},
+    {"a = 1e5e", 0, 1, 8, "unexpected 'e' in number"},
 };
 
 static void error_positions(void **state)
@@ -401,6 +415,26 @@ static void error_duplicate_message_exact(void **state)
     assert_int_equal(err.line, 4);
     assert_int_equal(err.col, 1);
     assert_string_equal(err.msg, "duplicate key 'a' (first defined at line 3)");
+}
+
+static void error_long_key_is_shortened(void **state)
+{
+    (void)state;
+    size_t n;
+    char *k = malloc(301);
+    assert_non_null(k);
+    memset(k, 'k', 300);
+    k[300] = '\0';
+    char doc[700];
+    snprintf(doc, sizeof doc, "%s = 1\n%s = 2\n", k, k);
+    toml_error err;
+    assert_null(parse(doc, &err));
+    assert_int_equal(err.line, 2);
+    assert_non_null(strstr(err.msg, "duplicate key 'kkkkkkkkkkkkkkkkkkkk"));
+    assert_non_null(strstr(err.msg, "...' (first defined at line 1)"));
+    n = strlen(err.msg);
+    assert_true(n < sizeof err.msg - 1);
+    free(k);
 }
 
 static void error_null_err_is_fine(void **state)
@@ -450,6 +484,9 @@ static void api_order_and_lookup(void **state)
     assert_string_equal(toml_type_name(TOML_INTEGER), "integer");
     assert_string_equal(toml_type_name(TOML_FLOAT), "float");
     assert_string_equal(toml_type_name(TOML_BOOL), "bool");
+    toml_free((toml_value *)toml_get(v, "t")); /* not a root: ignored */
+    toml_free(NULL);
+    assert_int_equal(toml_int(toml_get(toml_get(v, "t"), "z")), 1);
     toml_free(v);
 }
 
@@ -511,7 +548,7 @@ static void api_strings(void **state)
     (void)state;
     toml_error err;
     toml_value *v = parse("nul = \"a\\u0000b\"\n"
-                          "esc = \"\\b\\t\\n\\f\\r\\\"\\\\\\u00e9\\U0001F600\"\n"
+                          "esc = \"\\b\\t\\n\\f\\r\\\"\\\\\\u00e9\\U0001F600\\u20AC\"\n"
                           "lit = 'C:\\path\\n'\n"
                           "ml = \"\"\"\nab\\\n    cd \\  \n\n  e\"\"\"\n"
                           "mll = '''\r\nx\r\ny'''\n"
@@ -528,8 +565,8 @@ static void api_strings(void **state)
     assert_int_equal(n, 3);
     assert_memory_equal(s, "a\0b", 4);
     s = toml_string(toml_get(v, "esc"), &n);
-    assert_int_equal(n, 13);
-    assert_memory_equal(s, "\b\t\n\f\r\"\\\xc3\xa9\xf0\x9f\x98\x80", 14);
+    assert_int_equal(n, 16);
+    assert_memory_equal(s, "\b\t\n\f\r\"\\\xc3\xa9\xf0\x9f\x98\x80\xe2\x82\xac", 17);
     assert_string_equal(toml_string(toml_get(v, "lit"), NULL), "C:\\path\\n");
     assert_string_equal(toml_string(toml_get(v, "ml"), NULL), "abcd e");
     assert_string_equal(toml_string(toml_get(v, "mll"), NULL), "x\ny");
@@ -740,6 +777,16 @@ static void cost_long_keys(void **state)
     assert_non_null(v);
     toml_free(v);
     free(s);
+    s = repeat("[[x", ".x", TOML_MAX_DEPTH - 1, "]]", &n); /* its element is level 65 */
+    assert_null(toml_parse(s, n, &err));
+    assert_int_equal(err.col, 3 + 2 * (TOML_MAX_DEPTH - 1));
+    assert_non_null(strstr(err.msg, "nesting too deep"));
+    free(s);
+    s = repeat("[[x", ".x", TOML_MAX_DEPTH - 2, "]]", &n);
+    v = toml_parse(s, n, &err);
+    assert_non_null(v);
+    toml_free(v);
+    free(s);
     s = repeat("[x", ".x", TOML_MAX_DEPTH - 1, "]\ny.z = 1", &n);
     assert_null(toml_parse(s, n, &err));
     assert_int_equal(err.line, 2);
@@ -883,31 +930,66 @@ static const char mid_doc[] =
     "[long]\ntext = '''" TEXT700 TEXT700 TEXT700 "'''\n"
     "short = '" TEXT70 "'\n";
 
+/* Fails allocation n, n+1, ... for n = 1, 2, ... until the parse no longer
+ * runs out of memory; then the outcome must be what it is without failures.
+ * Returns the number of allocations the parse needs. */
+static long oom_check(const char *doc, size_t len, const char *name)
+{
+    toml_error want, err;
+    toml_value *v = toml_parse(doc, len, &want);
+    int ok = v != NULL;
+    toml_free(v);
+    long n;
+    for (n = 1; n < 100000; n++) {
+        cr_alloc_fail_after(n);
+        v = toml_parse(doc, len, &err);
+        long failures = cr_alloc_failures();
+        cr_alloc_fail_after(0);
+        if (failures == 0) {
+            if ((v != NULL) != ok || (!ok && (err.line != want.line || err.col != want.col ||
+                                              strcmp(err.msg, want.msg) != 0)))
+                fail_msg("%s: n=%ld: outcome differs from the unconstrained parse", name, n);
+            toml_free(v);
+            return n;
+        }
+        if (v != NULL || err.line != 0 || err.col != 0 || strcmp(err.msg, "out of memory") != 0)
+            fail_msg("%s: n=%ld: got %s %d:%d '%s' after an allocation failed", name, n,
+                     v ? "a tree" : "an error", err.line, err.col, err.msg);
+    }
+    fail_msg("%s: no end", name);
+    return 0;
+}
+
 static void oom_every_allocation(void **state)
 {
     (void)state;
-    toml_error err;
-    long n;
-    toml_value *v = NULL;
-    for (n = 1; n < 100000; n++) {
-        cr_alloc_fail_after(n);
-        v = toml_parse(mid_doc, sizeof mid_doc - 1, &err);
-        long failures = cr_alloc_failures();
-        cr_alloc_fail_after(0);
-        if (v != NULL) {
-            assert_int_equal(failures, 0);
-            break;
-        }
-        if (err.line != 0 || strcmp(err.msg, "out of memory") != 0)
-            fail_msg("n=%ld: %d:%d: %s", n, err.line, err.col, err.msg);
-        assert_true(failures > 0);
-    }
-    assert_non_null(v);
-    print_message("parse succeeded once %ld allocations could succeed\n", n);
+    long n = oom_check(mid_doc, sizeof mid_doc - 1, "mid_doc");
+    print_message("mid_doc parses once %ld allocations can succeed\n", n);
     assert_true(n > 10); /* the document really allocates */
+    toml_error err;
+    toml_value *v = toml_parse(mid_doc, sizeof mid_doc - 1, &err);
+    assert_non_null(v);
     assert_int_equal(toml_int(toml_get(toml_get(v, "server"), "port")), 8080);
     assert_int_equal(toml_count(toml_get(v, "seeds")), 2);
     toml_free(v);
+}
+
+static void oom_conformance_documents(void **state)
+{
+    (void)state;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/toml", conformance_dir());
+    pathlist l = {0};
+    collect(dir, ".toml", &l);
+    assert_int_equal(l.n, 65 + 64);
+    for (size_t i = 0; i < l.n; i++) {
+        size_t len;
+        char *t = read_file(l.v[i], &len);
+        assert_non_null(t);
+        oom_check(t, len, l.v[i]);
+        free(t);
+    }
+    pathlist_free(&l);
 }
 
 int main(void)
@@ -917,6 +999,7 @@ int main(void)
         cmocka_unit_test(conformance_invalid),
         cmocka_unit_test(error_positions),
         cmocka_unit_test(error_duplicate_message_exact),
+        cmocka_unit_test(error_long_key_is_shortened),
         cmocka_unit_test(error_null_err_is_fine),
         cmocka_unit_test(api_order_and_lookup),
         cmocka_unit_test(api_positions),
@@ -932,6 +1015,7 @@ int main(void)
         cmocka_unit_test(cost_size_cap),
         cmocka_unit_test(cost_quotes_and_comments),
         cmocka_unit_test(oom_every_allocation),
+        cmocka_unit_test(oom_conformance_documents),
     };
     return cmocka_run_group_tests_name("toml", tests, NULL, NULL);
 }
