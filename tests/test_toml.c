@@ -675,6 +675,254 @@ static void api_table_rules_accept(void **state)
     toml_free(v);
 }
 
+/* --------------------------------------------------- TOML 1.0 rules */
+
+typedef struct tdoc {
+    const char *s;
+    size_t len;
+} tdoc;
+
+#define DOC(s) {s, sizeof(s) - 1}
+
+/* Documents TOML 1.0 rejects, one rule each (our own, beyond the suite). */
+static const tdoc must_reject[] = {
+    DOC("[[]]\ntitle = \"x\""),
+    DOC("[ [table]]"),
+    DOC("[naughty..naughty]"),
+    DOC("[[table] ]"),
+    DOC("[invalid key]"),
+    DOC("[name=bad]"),
+    DOC("[\"no end here]\nk = v"),
+    DOC("[a]b]\nz = 1"),
+    DOC("[tbl]\n[[tbl]]"),
+    DOC("[[albums.songs]]\nn = 1\n[[albums]]\nname = \"x\""),
+    DOC("[k#g]\nv = 1"),
+    DOC("a = [{ b = 1 }]\n[a.c]\nfoo = 1"),
+    DOC("[[tab.arr]]\n[tab]\narr.val1=1"),
+    DOC("[a.b]\n[a]\n[a]"),
+    DOC("[[a.b]]\n[a]\nb = 1"),
+    DOC("a=true\n[[a]]"),
+    DOC("a=1\n[a.b.c.d]"),
+    DOC("[t1]\nt2.t3.v = 0\n[t1.t2.t3]"),
+    DOC("a = {b = 1}\na.b = 2"),
+    DOC("inline-t = {nest = {}}\n[[inline-t.nest]]"),
+    DOC("inline-t = {nest = {}}\n[inline-t.nest]"),
+    DOC("a = {b=1, b.c=2}"),
+    DOC("tab = { inner.table = [{}], inner.table.val = \"bad\" }"),
+    DOC("tab = { inner = { dog = \"best\" }, inner.cat = \"worst\" }"),
+    DOC("[tab.nested]\ninline-t = { nest = {} }\n[tab]\nnested.inline-t.nest = 2"),
+    DOC("t = {,}"),
+    DOC("t = { , }"),
+    DOC("t = {a=1,\nb=2}"),
+    DOC("t = {a=1\n,b=2}"),
+    DOC("multi-cr = \"\"\"null\r\"\"\""),
+    DOC("rawmulti-cr = '''null\r'''"),
+    DOC("string-cr = \"null\r\""),
+    DOC("rawstring-cr = 'null\r'"),
+    DOC("# comment \r"),
+    DOC("# bare cr follows\r\n\r"),
+    DOC("string-bs = \"backspace\x08\""),
+    DOC("multi-del = \"\"\"null\x7f\"\"\""),
+    DOC("rawmulti-us = '''null\x1f'''"),
+    DOC("a = \x0c" "1"),
+    DOC("\x0b" "a = 1"),
+    DOC("\x00"),
+    DOC("\x0c"),
+    DOC("multi-null = \"\"\"null\x00\"\"\""),
+    DOC("foo\xe3\x80\x80= \"bar\""),
+    DOC("bom-not-at-start \xef\xbb\xbf= 1"),
+    DOC("a = inf_1"),
+    DOC("a = nan_1"),
+    DOC("a = in"),
+    DOC("a = +in"),
+    DOC("a = Inf"),
+    DOC("a = NaN"),
+    DOC("a = 03.14"),
+    DOC("a = -03.14"),
+    DOC("a = +03.14"),
+    DOC("a = 1e2.3"),
+    DOC("a = 1.e2"),
+    DOC("a = 3.e+20"),
+    DOC("a = 1ee2"),
+    DOC("a = 1e2__3"),
+    DOC("a = 1e_23"),
+    DOC("a = 1.2e3_"),
+    DOC("a = 1.2e"),
+    DOC("a = 1.2e-"),
+    DOC("a = 1.2e+"),
+    DOC("a = 1._2"),
+    DOC("a = 1.2_"),
+    DOC("a = -.5"),
+    DOC("a = +.5"),
+    DOC("a = \xd9\xa1"),
+    DOC("a = 0B0"),
+    DOC("a = 0O7"),
+    DOC("a = --99"),
+    DOC("a = 1__2"),
+    DOC("a = 0b"),
+    DOC("a = 0x"),
+    DOC("a = 0o"),
+    DOC("a = 0b0012"),
+    DOC("a = 0xaafz"),
+    DOC("a = 0x-1"),
+    DOC("a = 0x_1"),
+    DOC("a = 00"),
+    DOC("a = 0_0"),
+    DOC("a = -01"),
+    DOC("a = +0_1"),
+    DOC("a = -0b11"),
+    DOC("a = +0xff"),
+    DOC("a = -0o7"),
+    DOC("a = 0x1_"),
+    DOC("a = 0o78"),
+    DOC(". = 1"),
+    DOC("a..b = 1"),
+    DOC(" = 1"),
+    DOC("\"backslash is the last char\\"),
+    DOC("\\u00c0 = \"x\""),
+    DOC("a# = 1"),
+    DOC("\"\"\"long\nkey\"\"\" = 1"),
+    DOC("'''long key''' = 1"),
+    DOC("1.1"),
+    DOC("1"),
+    DOC("\"\""),
+    DOC("[abc = 1"),
+    DOC("partial\"quoted\" = 5"),
+    DOC("\"key = x"),
+    DOC("["),
+    DOC("\"a b\" c = 1"),
+    DOC("\xc3\xa9 = 1"),
+    DOC("[a]\n[xyz = 5\n[b]"),
+    DOC("a\tb = 1"),
+    DOC("a==1"),
+    DOC("a=b=1"),
+    DOC("key = "),
+    DOC("\"key\""),
+    DOC("fs.fw"),
+    DOC("fs.fw ="),
+    DOC("fs."),
+    DOC("[error] this = \"should not be here\""),
+    DOC("s = \"one\" \"two\""),
+    DOC("a = \"\\e\""),
+    DOC("a = \"\\x0A\""),
+    DOC("s = \"\"\"three: \"\"\".\"\"\""),
+    DOC("a = '''six: ''''''"),
+    DOC("a = \"\"\"six: \"\"\"\"\"\""),
+    DOC("k = \"\"\"t\\ t\"\"\""),
+    DOC("k = \"\"\"t\\ \"\"\""),
+    DOC("a = \"\"\"\n  foo \\ \\ bar\"\"\""),
+    DOC("s = words then\""),
+    DOC("s = \"mixed close'"),
+    DOC("name = [value]"),
+    DOC("name = { key = value }"),
+    DOC("a = \"\\u00\""),
+    DOC("a = \"\\uD801\""),
+    DOC("a = \"\\uDFFF\""),
+    DOC("a = \"\\U00110000\""),
+    DOC("a = \"\"\"\\uD801\"\"\""),
+    DOC("[[closing-bracket.missing]"),
+    DOC("[[a"),
+    DOC("[!]"),
+    DOC("[.]"),
+    DOC("[..]"),
+    DOC("[\"\"\"key\"\"\"]"),
+    DOC("['''key''']"),
+    DOC("[tbl\n]"),
+    DOC("[\ntbl]"),
+    DOC("[a.]"),
+    DOC("[a"),
+    DOC("[\"a\""),
+    DOC("x = [{ key = 42"),
+    DOC("x = [{ key = 42 #"),
+    DOC("fruit = []\n[[fruit]]"),
+    DOC("fruit = [{}, {}]\n[[fruit]]"),
+    DOC("a = [1, 2 3]"),
+    DOC("a = [1 x, 2]"),
+    DOC("a = [,]"),
+    DOC("a = [1, 2,,]"),
+    DOC("a = ["),
+    DOC("a = [1,"),
+    DOC("a = 1979-05-27"),
+    DOC("a = 07:32:00"),
+    DOC("a = 1979-05-27T07:32:00Z"),
+    DOC("a = true false"),
+    DOC("a = truee"),
+    DOC("a = tru"),
+    DOC("a = {}\n[a]"),
+    DOC("a.b = 1\n[a]"),
+    DOC("a = 1\na.b = 2"),
+    DOC("[a]\nx.y = 1\n[a.x]"),
+    DOC("[[a]]\n[a.b]\n[[a.b]]"),
+    DOC("a = [[1]]\n[[a]]"),
+    DOC("[a.b.c]\n[a]\nb.d = 1"),
+    DOC("[[a.b]]\n[a]\nb.c = 1"),
+};
+
+/* Documents it accepts that sit right next to those rules. */
+static const tdoc must_accept[] = {
+    DOC("[fruit]\napple.color = \"red\"\n[[fruit.apple.seeds]]\nsize = 2"),
+    DOC("a = { a.b = 1 }"),
+    DOC("[tbl]\na.b.c = {d.e=1}"),
+    DOC("[[arr]]\na.b.c=1\na.b.d=2\n[[arr]]\na.b.C=3\na.b.D=4"),
+    DOC("arr-3 = [{a.b = 1}, {a.b = 2}]\narr-4 = [\"str\", {a.b = 1}, {a.b = 2}]"),
+    DOC("[a.b.c]\nv = 1\n[a]\nbetter = 43"),
+    DOC("[a]\nbetter = 43\n[a.b.c]\nv = 1"),
+    DOC("''.x = \"empty.x\"\nx.\"\" = \"x.empty\"\n[a]\n\"\".'' = \"empty.empty\""),
+    DOC("['']\nx = 1\n[\"\".a]\nx = 2\n[a.'']\nx = 3"),
+    DOC("[true]\n[false]\n[inf]\n[nan]"),
+    DOC("2001-02-03 = 1\n-1 = 2\n_ = 3"),
+    DOC("[section]#attached comment\n#[notsection]\none = \"11\"#cmt\ntwo = \"22#\"\nthree = '#'\nfour = \"\"\"# no comment\n# nor this\n#also not comment\"\"\"#is_comment\nfive = 5.5#66\nsix = 6#7\n8 = \"eight\"\nnine = [1#cmt\n,2]#cmt"),
+    DOC("clap-2 = { version = \"4\"\t   \t,\t  \tfeatures = [   \"derive\"  ,  \t  \"cargo\"   ]   , nest   =   {  \t  \"a\"   =   'x'  , \t  'b'   = [ 1.5    ,   9.8  ]  } }"),
+    DOC("[[parent-table.arr]]\n[[parent-table.arr]]\n[parent-table]\nnot-arr = 1"),
+    DOC("[[a.b]]\nx = 1\n[a]\ny = 2"),
+    DOC("a = \"\"\"\n  foo \\ \n  bar\"\"\""),
+    DOC("a = \"\"\"\\\r\n\n  x\"\"\""),
+    DOC("lit_one = ''''one quote''''\nlit_two = '''''two quotes'''''\none = \"\"\"\"one quote\"\"\"\"\ntwo = \"\"\"\"\"two quotes\"\"\"\"\""),
+    DOC("\"~!@$^&*()_+-={}[]|\\\\:;\\\"'<>,.?/\" = 1"),
+    DOC("a = \"\\U00000000\\u0000\""),
+    DOC("a = \"\"\"\n\"\"\""),
+    DOC("x = [[[]], [], {}]"),
+    DOC("a = [\n# c\n]"),
+    DOC("a = {}\nb = {a = {}}"),
+    DOC("[a]\n[a.b]\n[a.b.c]\n[a.d]"),
+    DOC("a = 0x0\nb = 0o0\nc = 0b0\nd = 0xffff_ffff\ne = -0\nf = +0.0\ng = 1e-0\nh = 1E+00"),
+    DOC("[[a]]\n[[a.b]]\n[a.b.c]\n[[a]]\n[[a.b]]\n[a.b.c]"),
+};
+
+static void spec_rejections(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof must_reject / sizeof must_reject[0]; i++) {
+        toml_error err;
+        toml_value *v = toml_parse(must_reject[i].s, must_reject[i].len, &err);
+        if (v != NULL || err.line < 1 || err.col < 1 || err.msg[0] == '\0') {
+            print_message("must_reject[%zu] %s: %.*s\n", i, v ? "accepted" : "no position",
+                          (int)must_reject[i].len, must_reject[i].s);
+            failed++;
+        }
+        toml_free(v);
+    }
+    assert_int_equal(failed, 0);
+}
+
+static void spec_acceptances(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof must_accept / sizeof must_accept[0]; i++) {
+        toml_error err;
+        toml_value *v = toml_parse(must_accept[i].s, must_accept[i].len, &err);
+        if (v == NULL) {
+            print_message("must_accept[%zu] rejected: %d:%d: %s\n", i, err.line, err.col,
+                          err.msg);
+            failed++;
+        }
+        toml_free(v);
+    }
+    assert_int_equal(failed, 0);
+}
+
 /* ----------------------------------------------------------- bounded cost */
 
 static char *repeat(const char *head, const char *unit, size_t times, const char *tail,
@@ -1006,6 +1254,8 @@ int main(void)
         cmocka_unit_test(api_strings),
         cmocka_unit_test(api_numbers),
         cmocka_unit_test(api_table_rules_accept),
+        cmocka_unit_test(spec_rejections),
+        cmocka_unit_test(spec_acceptances),
         cmocka_unit_test(cost_big_array),
         cmocka_unit_test(cost_deep_arrays),
         cmocka_unit_test(cost_deep_inline_tables),
