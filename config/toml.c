@@ -30,7 +30,15 @@
  * Bounds: input over TOML_MAX_INPUT is refused before parsing; containers
  * (tables, arrays, table-array elements) nest at most TOML_MAX_DEPTH deep
  * and a key has at most TOML_MAX_DEPTH parts, so recursion is bounded by
- * TOML_MAX_DEPTH. Everything else is linear in the input. */
+ * TOML_MAX_DEPTH. Everything else is linear in the input; memory is at most
+ * about 25 times the input for the most hostile shapes (e.g. "x=[{},{},...]").
+ *
+ * Choices the spec leaves open: CRLF inside multi-line strings is read as
+ * LF; a UTF-8 byte order mark at the very start is skipped; a key may hold
+ * a NUL (from \u0000) and is kept whole, but toml_key_at/toml_get see it
+ * only up to the NUL; floats out of double range are errors, underflow is
+ * not. No global state: parses may run in parallel threads, and floats are
+ * read in the C locale whatever the process locale is (uselocale). */
 #include "config/toml.h"
 
 #include <errno.h>
@@ -1168,7 +1176,8 @@ static int parse_keyval(parser *p, tcont *t)
     if (key == NULL)
         return -1;
     if (p->pos >= p->len || p->s[p->pos] != '=')
-        return fail(p, p->pos, "expected '=' after key, found %s", describe(p, p->pos, d, sizeof d));
+        return fail(p, p->pos, "expected '=' after key, found %s",
+                    describe(p, p->pos, d, sizeof d));
     p->pos++;
     skip_ws(p);
     toml_value v;

@@ -369,6 +369,20 @@ static const errcase err_cases[] = {
     {"a = \"\\\x01\"", 0, 1, 6, "invalid escape: '\\' followed by control character U+0001"},
     {"a = 0b102", 0, 1, 9, "unexpected '2' in binary integer"},
     {"a = 0o8", 0, 1, 7, "expected a digit in octal integer"},
+    {BIN("# ok \xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e\n# bad \xf4\x90\x80\x80\n"), 2, 7,
+     "invalid UTF-8 byte 0xF4 in comment"},
+    {BIN("# \xe0\x80\xaf overlong\n"), 1, 3, "invalid UTF-8 byte 0xE0 in comment"},
+    {BIN("a = \"\xe2\x82\""), 1, 6, "invalid UTF-8 byte 0xE2 in string"}, /* cut short */
+    {"a = 1\n\rb = 2", 0, 2, 1, "unexpected bare carriage return"},
+    {"a = [1,\n2", 0, 1, 5, "unterminated array"},
+    {"a = {b = 1", 0, 1, 5, "unterminated inline table"},
+    {"a = \"\\\t\"", 0, 1, 6, "invalid escape: '\\' followed by tab"},
+    {BIN("a = \xc3\xa9"), 1, 5, "expected a value, found character U+00E9"},
+    {"a = 'x\ty\x7f'", 0, 1, 9, "control character U+007F in string"},
+    {"a = 1_000_", 0, 1, 10, "'_' must be between digits"},
+    {"a = +_1", 0, 1, 6, "expected a digit in number, found '_'"},
+    {"a = 1.5.", 0, 1, 8, "unexpected '.' in number"},
+    {"a = 1e5e", 0, 1, 8, "unexpected 'e' in number"},
 };
 
 static void error_positions(void **state)
@@ -401,6 +415,26 @@ static void error_duplicate_message_exact(void **state)
     assert_int_equal(err.line, 4);
     assert_int_equal(err.col, 1);
     assert_string_equal(err.msg, "duplicate key 'a' (first defined at line 3)");
+}
+
+static void error_long_key_is_shortened(void **state)
+{
+    (void)state;
+    size_t n;
+    char *k = malloc(301);
+    assert_non_null(k);
+    memset(k, 'k', 300);
+    k[300] = '\0';
+    char doc[700];
+    snprintf(doc, sizeof doc, "%s = 1\n%s = 2\n", k, k);
+    toml_error err;
+    assert_null(parse(doc, &err));
+    assert_int_equal(err.line, 2);
+    assert_non_null(strstr(err.msg, "duplicate key 'kkkkkkkkkkkkkkkkkkkk"));
+    assert_non_null(strstr(err.msg, "...' (first defined at line 1)"));
+    n = strlen(err.msg);
+    assert_true(n < sizeof err.msg - 1);
+    free(k);
 }
 
 static void error_null_err_is_fine(void **state)
@@ -450,6 +484,9 @@ static void api_order_and_lookup(void **state)
     assert_string_equal(toml_type_name(TOML_INTEGER), "integer");
     assert_string_equal(toml_type_name(TOML_FLOAT), "float");
     assert_string_equal(toml_type_name(TOML_BOOL), "bool");
+    toml_free((toml_value *)toml_get(v, "t")); /* not a root: ignored */
+    toml_free(NULL);
+    assert_int_equal(toml_int(toml_get(toml_get(v, "t"), "z")), 1);
     toml_free(v);
 }
 
@@ -511,7 +548,7 @@ static void api_strings(void **state)
     (void)state;
     toml_error err;
     toml_value *v = parse("nul = \"a\\u0000b\"\n"
-                          "esc = \"\\b\\t\\n\\f\\r\\\"\\\\\\u00e9\\U0001F600\"\n"
+                          "esc = \"\\b\\t\\n\\f\\r\\\"\\\\\\u00e9\\U0001F600\\u20AC\"\n"
                           "lit = 'C:\\path\\n'\n"
                           "ml = \"\"\"\nab\\\n    cd \\  \n\n  e\"\"\"\n"
                           "mll = '''\r\nx\r\ny'''\n"
@@ -528,8 +565,8 @@ static void api_strings(void **state)
     assert_int_equal(n, 3);
     assert_memory_equal(s, "a\0b", 4);
     s = toml_string(toml_get(v, "esc"), &n);
-    assert_int_equal(n, 13);
-    assert_memory_equal(s, "\b\t\n\f\r\"\\\xc3\xa9\xf0\x9f\x98\x80", 14);
+    assert_int_equal(n, 16);
+    assert_memory_equal(s, "\b\t\n\f\r\"\\\xc3\xa9\xf0\x9f\x98\x80\xe2\x82\xac", 17);
     assert_string_equal(toml_string(toml_get(v, "lit"), NULL), "C:\\path\\n");
     assert_string_equal(toml_string(toml_get(v, "ml"), NULL), "abcd e");
     assert_string_equal(toml_string(toml_get(v, "mll"), NULL), "x\ny");
@@ -638,6 +675,254 @@ static void api_table_rules_accept(void **state)
     toml_free(v);
 }
 
+/* --------------------------------------------------- TOML 1.0 rules */
+
+typedef struct tdoc {
+    const char *s;
+    size_t len;
+} tdoc;
+
+#define DOC(s) {s, sizeof(s) - 1}
+
+/* Documents TOML 1.0 rejects, one rule each (our own, beyond the suite). */
+static const tdoc must_reject[] = {
+    DOC("[[]]\ntitle = \"x\""),
+    DOC("[ [table]]"),
+    DOC("[naughty..naughty]"),
+    DOC("[[table] ]"),
+    DOC("[invalid key]"),
+    DOC("[name=bad]"),
+    DOC("[\"no end here]\nk = v"),
+    DOC("[a]b]\nz = 1"),
+    DOC("[tbl]\n[[tbl]]"),
+    DOC("[[albums.songs]]\nn = 1\n[[albums]]\nname = \"x\""),
+    DOC("[k#g]\nv = 1"),
+    DOC("a = [{ b = 1 }]\n[a.c]\nfoo = 1"),
+    DOC("[[tab.arr]]\n[tab]\narr.val1=1"),
+    DOC("[a.b]\n[a]\n[a]"),
+    DOC("[[a.b]]\n[a]\nb = 1"),
+    DOC("a=true\n[[a]]"),
+    DOC("a=1\n[a.b.c.d]"),
+    DOC("[t1]\nt2.t3.v = 0\n[t1.t2.t3]"),
+    DOC("a = {b = 1}\na.b = 2"),
+    DOC("inline-t = {nest = {}}\n[[inline-t.nest]]"),
+    DOC("inline-t = {nest = {}}\n[inline-t.nest]"),
+    DOC("a = {b=1, b.c=2}"),
+    DOC("tab = { inner.table = [{}], inner.table.val = \"bad\" }"),
+    DOC("tab = { inner = { dog = \"best\" }, inner.cat = \"worst\" }"),
+    DOC("[tab.nested]\ninline-t = { nest = {} }\n[tab]\nnested.inline-t.nest = 2"),
+    DOC("t = {,}"),
+    DOC("t = { , }"),
+    DOC("t = {a=1,\nb=2}"),
+    DOC("t = {a=1\n,b=2}"),
+    DOC("multi-cr = \"\"\"null\r\"\"\""),
+    DOC("rawmulti-cr = '''null\r'''"),
+    DOC("string-cr = \"null\r\""),
+    DOC("rawstring-cr = 'null\r'"),
+    DOC("# comment \r"),
+    DOC("# bare cr follows\r\n\r"),
+    DOC("string-bs = \"backspace\x08\""),
+    DOC("multi-del = \"\"\"null\x7f\"\"\""),
+    DOC("rawmulti-us = '''null\x1f'''"),
+    DOC("a = \x0c" "1"),
+    DOC("\x0b" "a = 1"),
+    DOC("\x00"),
+    DOC("\x0c"),
+    DOC("multi-null = \"\"\"null\x00\"\"\""),
+    DOC("foo\xe3\x80\x80= \"bar\""),
+    DOC("bom-not-at-start \xef\xbb\xbf= 1"),
+    DOC("a = inf_1"),
+    DOC("a = nan_1"),
+    DOC("a = in"),
+    DOC("a = +in"),
+    DOC("a = Inf"),
+    DOC("a = NaN"),
+    DOC("a = 03.14"),
+    DOC("a = -03.14"),
+    DOC("a = +03.14"),
+    DOC("a = 1e2.3"),
+    DOC("a = 1.e2"),
+    DOC("a = 3.e+20"),
+    DOC("a = 1ee2"),
+    DOC("a = 1e2__3"),
+    DOC("a = 1e_23"),
+    DOC("a = 1.2e3_"),
+    DOC("a = 1.2e"),
+    DOC("a = 1.2e-"),
+    DOC("a = 1.2e+"),
+    DOC("a = 1._2"),
+    DOC("a = 1.2_"),
+    DOC("a = -.5"),
+    DOC("a = +.5"),
+    DOC("a = \xd9\xa1"),
+    DOC("a = 0B0"),
+    DOC("a = 0O7"),
+    DOC("a = --99"),
+    DOC("a = 1__2"),
+    DOC("a = 0b"),
+    DOC("a = 0x"),
+    DOC("a = 0o"),
+    DOC("a = 0b0012"),
+    DOC("a = 0xaafz"),
+    DOC("a = 0x-1"),
+    DOC("a = 0x_1"),
+    DOC("a = 00"),
+    DOC("a = 0_0"),
+    DOC("a = -01"),
+    DOC("a = +0_1"),
+    DOC("a = -0b11"),
+    DOC("a = +0xff"),
+    DOC("a = -0o7"),
+    DOC("a = 0x1_"),
+    DOC("a = 0o78"),
+    DOC(". = 1"),
+    DOC("a..b = 1"),
+    DOC(" = 1"),
+    DOC("\"backslash is the last char\\"),
+    DOC("\\u00c0 = \"x\""),
+    DOC("a# = 1"),
+    DOC("\"\"\"long\nkey\"\"\" = 1"),
+    DOC("'''long key''' = 1"),
+    DOC("1.1"),
+    DOC("1"),
+    DOC("\"\""),
+    DOC("[abc = 1"),
+    DOC("partial\"quoted\" = 5"),
+    DOC("\"key = x"),
+    DOC("["),
+    DOC("\"a b\" c = 1"),
+    DOC("\xc3\xa9 = 1"),
+    DOC("[a]\n[xyz = 5\n[b]"),
+    DOC("a\tb = 1"),
+    DOC("a==1"),
+    DOC("a=b=1"),
+    DOC("key = "),
+    DOC("\"key\""),
+    DOC("fs.fw"),
+    DOC("fs.fw ="),
+    DOC("fs."),
+    DOC("[error] this = \"should not be here\""),
+    DOC("s = \"one\" \"two\""),
+    DOC("a = \"\\e\""),
+    DOC("a = \"\\x0A\""),
+    DOC("s = \"\"\"three: \"\"\".\"\"\""),
+    DOC("a = '''six: ''''''"),
+    DOC("a = \"\"\"six: \"\"\"\"\"\""),
+    DOC("k = \"\"\"t\\ t\"\"\""),
+    DOC("k = \"\"\"t\\ \"\"\""),
+    DOC("a = \"\"\"\n  foo \\ \\ bar\"\"\""),
+    DOC("s = words then\""),
+    DOC("s = \"mixed close'"),
+    DOC("name = [value]"),
+    DOC("name = { key = value }"),
+    DOC("a = \"\\u00\""),
+    DOC("a = \"\\uD801\""),
+    DOC("a = \"\\uDFFF\""),
+    DOC("a = \"\\U00110000\""),
+    DOC("a = \"\"\"\\uD801\"\"\""),
+    DOC("[[closing-bracket.missing]"),
+    DOC("[[a"),
+    DOC("[!]"),
+    DOC("[.]"),
+    DOC("[..]"),
+    DOC("[\"\"\"key\"\"\"]"),
+    DOC("['''key''']"),
+    DOC("[tbl\n]"),
+    DOC("[\ntbl]"),
+    DOC("[a.]"),
+    DOC("[a"),
+    DOC("[\"a\""),
+    DOC("x = [{ key = 42"),
+    DOC("x = [{ key = 42 #"),
+    DOC("fruit = []\n[[fruit]]"),
+    DOC("fruit = [{}, {}]\n[[fruit]]"),
+    DOC("a = [1, 2 3]"),
+    DOC("a = [1 x, 2]"),
+    DOC("a = [,]"),
+    DOC("a = [1, 2,,]"),
+    DOC("a = ["),
+    DOC("a = [1,"),
+    DOC("a = 1979-05-27"),
+    DOC("a = 07:32:00"),
+    DOC("a = 1979-05-27T07:32:00Z"),
+    DOC("a = true false"),
+    DOC("a = truee"),
+    DOC("a = tru"),
+    DOC("a = {}\n[a]"),
+    DOC("a.b = 1\n[a]"),
+    DOC("a = 1\na.b = 2"),
+    DOC("[a]\nx.y = 1\n[a.x]"),
+    DOC("[[a]]\n[a.b]\n[[a.b]]"),
+    DOC("a = [[1]]\n[[a]]"),
+    DOC("[a.b.c]\n[a]\nb.d = 1"),
+    DOC("[[a.b]]\n[a]\nb.c = 1"),
+};
+
+/* Documents it accepts that sit right next to those rules. */
+static const tdoc must_accept[] = {
+    DOC("[fruit]\napple.color = \"red\"\n[[fruit.apple.seeds]]\nsize = 2"),
+    DOC("a = { a.b = 1 }"),
+    DOC("[tbl]\na.b.c = {d.e=1}"),
+    DOC("[[arr]]\na.b.c=1\na.b.d=2\n[[arr]]\na.b.C=3\na.b.D=4"),
+    DOC("arr-3 = [{a.b = 1}, {a.b = 2}]\narr-4 = [\"str\", {a.b = 1}, {a.b = 2}]"),
+    DOC("[a.b.c]\nv = 1\n[a]\nbetter = 43"),
+    DOC("[a]\nbetter = 43\n[a.b.c]\nv = 1"),
+    DOC("''.x = \"empty.x\"\nx.\"\" = \"x.empty\"\n[a]\n\"\".'' = \"empty.empty\""),
+    DOC("['']\nx = 1\n[\"\".a]\nx = 2\n[a.'']\nx = 3"),
+    DOC("[true]\n[false]\n[inf]\n[nan]"),
+    DOC("2001-02-03 = 1\n-1 = 2\n_ = 3"),
+    DOC("[section]#attached comment\n#[notsection]\none = \"11\"#cmt\ntwo = \"22#\"\nthree = '#'\nfour = \"\"\"# no comment\n# nor this\n#also not comment\"\"\"#is_comment\nfive = 5.5#66\nsix = 6#7\n8 = \"eight\"\nnine = [1#cmt\n,2]#cmt"),
+    DOC("clap-2 = { version = \"4\"\t   \t,\t  \tfeatures = [   \"derive\"  ,  \t  \"cargo\"   ]   , nest   =   {  \t  \"a\"   =   'x'  , \t  'b'   = [ 1.5    ,   9.8  ]  } }"),
+    DOC("[[parent-table.arr]]\n[[parent-table.arr]]\n[parent-table]\nnot-arr = 1"),
+    DOC("[[a.b]]\nx = 1\n[a]\ny = 2"),
+    DOC("a = \"\"\"\n  foo \\ \n  bar\"\"\""),
+    DOC("a = \"\"\"\\\r\n\n  x\"\"\""),
+    DOC("lit_one = ''''one quote''''\nlit_two = '''''two quotes'''''\none = \"\"\"\"one quote\"\"\"\"\ntwo = \"\"\"\"\"two quotes\"\"\"\"\""),
+    DOC("\"~!@$^&*()_+-={}[]|\\\\:;\\\"'<>,.?/\" = 1"),
+    DOC("a = \"\\U00000000\\u0000\""),
+    DOC("a = \"\"\"\n\"\"\""),
+    DOC("x = [[[]], [], {}]"),
+    DOC("a = [\n# c\n]"),
+    DOC("a = {}\nb = {a = {}}"),
+    DOC("[a]\n[a.b]\n[a.b.c]\n[a.d]"),
+    DOC("a = 0x0\nb = 0o0\nc = 0b0\nd = 0xffff_ffff\ne = -0\nf = +0.0\ng = 1e-0\nh = 1E+00"),
+    DOC("[[a]]\n[[a.b]]\n[a.b.c]\n[[a]]\n[[a.b]]\n[a.b.c]"),
+};
+
+static void spec_rejections(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof must_reject / sizeof must_reject[0]; i++) {
+        toml_error err;
+        toml_value *v = toml_parse(must_reject[i].s, must_reject[i].len, &err);
+        if (v != NULL || err.line < 1 || err.col < 1 || err.msg[0] == '\0') {
+            print_message("must_reject[%zu] %s: %.*s\n", i, v ? "accepted" : "no position",
+                          (int)must_reject[i].len, must_reject[i].s);
+            failed++;
+        }
+        toml_free(v);
+    }
+    assert_int_equal(failed, 0);
+}
+
+static void spec_acceptances(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof must_accept / sizeof must_accept[0]; i++) {
+        toml_error err;
+        toml_value *v = toml_parse(must_accept[i].s, must_accept[i].len, &err);
+        if (v == NULL) {
+            print_message("must_accept[%zu] rejected: %d:%d: %s\n", i, err.line, err.col,
+                          err.msg);
+            failed++;
+        }
+        toml_free(v);
+    }
+    assert_int_equal(failed, 0);
+}
+
 /* ----------------------------------------------------------- bounded cost */
 
 static char *repeat(const char *head, const char *unit, size_t times, const char *tail,
@@ -737,6 +1022,16 @@ static void cost_long_keys(void **state)
     /* 64 parts is fine; a 65th level through a header plus a dotted key is not */
     s = repeat("x", ".x", TOML_MAX_DEPTH - 1, " = 1", &n);
     toml_value *v = toml_parse(s, n, &err);
+    assert_non_null(v);
+    toml_free(v);
+    free(s);
+    s = repeat("[[x", ".x", TOML_MAX_DEPTH - 1, "]]", &n); /* its element is level 65 */
+    assert_null(toml_parse(s, n, &err));
+    assert_int_equal(err.col, 3 + 2 * (TOML_MAX_DEPTH - 1));
+    assert_non_null(strstr(err.msg, "nesting too deep"));
+    free(s);
+    s = repeat("[[x", ".x", TOML_MAX_DEPTH - 2, "]]", &n);
+    v = toml_parse(s, n, &err);
     assert_non_null(v);
     toml_free(v);
     free(s);
@@ -883,31 +1178,66 @@ static const char mid_doc[] =
     "[long]\ntext = '''" TEXT700 TEXT700 TEXT700 "'''\n"
     "short = '" TEXT70 "'\n";
 
+/* Fails allocation n, n+1, ... for n = 1, 2, ... until the parse no longer
+ * runs out of memory; then the outcome must be what it is without failures.
+ * Returns the number of allocations the parse needs. */
+static long oom_check(const char *doc, size_t len, const char *name)
+{
+    toml_error want, err;
+    toml_value *v = toml_parse(doc, len, &want);
+    int ok = v != NULL;
+    toml_free(v);
+    long n;
+    for (n = 1; n < 100000; n++) {
+        cr_alloc_fail_after(n);
+        v = toml_parse(doc, len, &err);
+        long failures = cr_alloc_failures();
+        cr_alloc_fail_after(0);
+        if (failures == 0) {
+            if ((v != NULL) != ok || (!ok && (err.line != want.line || err.col != want.col ||
+                                              strcmp(err.msg, want.msg) != 0)))
+                fail_msg("%s: n=%ld: outcome differs from the unconstrained parse", name, n);
+            toml_free(v);
+            return n;
+        }
+        if (v != NULL || err.line != 0 || err.col != 0 || strcmp(err.msg, "out of memory") != 0)
+            fail_msg("%s: n=%ld: got %s %d:%d '%s' after an allocation failed", name, n,
+                     v ? "a tree" : "an error", err.line, err.col, err.msg);
+    }
+    fail_msg("%s: no end", name);
+    return 0;
+}
+
 static void oom_every_allocation(void **state)
 {
     (void)state;
-    toml_error err;
-    long n;
-    toml_value *v = NULL;
-    for (n = 1; n < 100000; n++) {
-        cr_alloc_fail_after(n);
-        v = toml_parse(mid_doc, sizeof mid_doc - 1, &err);
-        long failures = cr_alloc_failures();
-        cr_alloc_fail_after(0);
-        if (v != NULL) {
-            assert_int_equal(failures, 0);
-            break;
-        }
-        if (err.line != 0 || strcmp(err.msg, "out of memory") != 0)
-            fail_msg("n=%ld: %d:%d: %s", n, err.line, err.col, err.msg);
-        assert_true(failures > 0);
-    }
-    assert_non_null(v);
-    print_message("parse succeeded once %ld allocations could succeed\n", n);
+    long n = oom_check(mid_doc, sizeof mid_doc - 1, "mid_doc");
+    print_message("mid_doc parses once %ld allocations can succeed\n", n);
     assert_true(n > 10); /* the document really allocates */
+    toml_error err;
+    toml_value *v = toml_parse(mid_doc, sizeof mid_doc - 1, &err);
+    assert_non_null(v);
     assert_int_equal(toml_int(toml_get(toml_get(v, "server"), "port")), 8080);
     assert_int_equal(toml_count(toml_get(v, "seeds")), 2);
     toml_free(v);
+}
+
+static void oom_conformance_documents(void **state)
+{
+    (void)state;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/toml", conformance_dir());
+    pathlist l = {0};
+    collect(dir, ".toml", &l);
+    assert_int_equal(l.n, 65 + 64);
+    for (size_t i = 0; i < l.n; i++) {
+        size_t len;
+        char *t = read_file(l.v[i], &len);
+        assert_non_null(t);
+        oom_check(t, len, l.v[i]);
+        free(t);
+    }
+    pathlist_free(&l);
 }
 
 int main(void)
@@ -917,12 +1247,15 @@ int main(void)
         cmocka_unit_test(conformance_invalid),
         cmocka_unit_test(error_positions),
         cmocka_unit_test(error_duplicate_message_exact),
+        cmocka_unit_test(error_long_key_is_shortened),
         cmocka_unit_test(error_null_err_is_fine),
         cmocka_unit_test(api_order_and_lookup),
         cmocka_unit_test(api_positions),
         cmocka_unit_test(api_strings),
         cmocka_unit_test(api_numbers),
         cmocka_unit_test(api_table_rules_accept),
+        cmocka_unit_test(spec_rejections),
+        cmocka_unit_test(spec_acceptances),
         cmocka_unit_test(cost_big_array),
         cmocka_unit_test(cost_deep_arrays),
         cmocka_unit_test(cost_deep_inline_tables),
@@ -932,6 +1265,7 @@ int main(void)
         cmocka_unit_test(cost_size_cap),
         cmocka_unit_test(cost_quotes_and_comments),
         cmocka_unit_test(oom_every_allocation),
+        cmocka_unit_test(oom_conformance_documents),
     };
     return cmocka_run_group_tests_name("toml", tests, NULL, NULL);
 }
