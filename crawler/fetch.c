@@ -555,7 +555,7 @@ static fetch_error classify(const struct xfer *x, CURLcode cc)
         return FETCH_ERR_PROTOCOL;
     case CURLE_OUT_OF_MEMORY:
         /* curl refuses a single header line over 100 KB this way */
-        return strstr(x->errbuf, "header") ? FETCH_ERR_HEADERS_TOO_LARGE : FETCH_ERR_NOMEM;
+        return x->connected && !x->head_done ? FETCH_ERR_HEADERS_TOO_LARGE : FETCH_ERR_NOMEM;
     default:
         return FETCH_ERR_OTHER;
     }
@@ -616,6 +616,8 @@ static void xfer_finish(struct worker *w, struct xfer *x, CURLcode cc)
     if (kind == FETCH_OK && cc != CURLE_OK) {
         kind = classify(x, cc);
         detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
+        if (cc == CURLE_OUT_OF_MEMORY && kind == FETCH_ERR_HEADERS_TOO_LARGE)
+            detail = "a header line longer than curl accepts (100 KB), or out of memory";
     }
     if (kind == FETCH_OK && x->head_done) {
         if (x->dec_broken) {
@@ -841,7 +843,8 @@ static int check_opts(const fetch_opts *o)
     return 0;
 }
 
-static int worker_init(fetcher *f, struct worker *w, unsigned index, unsigned nslots)
+static int worker_init(fetcher *f, struct worker *w, unsigned index, unsigned nslots,
+                       const char *const *resolve, size_t nresolve)
 {
     const fetch_opts *o = &f->opts;
     w->f = f;
@@ -875,8 +878,8 @@ static int worker_init(fetcher *f, struct worker *w, unsigned index, unsigned ns
             return -ENOMEM;
         w->req_headers = l;
     }
-    for (size_t i = 0; i < o->nresolve; i++) {
-        struct curl_slist *l = curl_slist_append(w->resolve, o->resolve[i]);
+    for (size_t i = 0; i < nresolve; i++) {
+        struct curl_slist *l = curl_slist_append(w->resolve, resolve[i]);
         if (l == NULL)
             return -ENOMEM;
         w->resolve = l;
@@ -939,13 +942,14 @@ int fetcher_new(const fetch_opts *opts, const fetch_hooks *hooks, fetcher **out)
     f->opts.user_agent = f->user_agent;
     f->opts.proxy = f->proxy;
     f->opts.resolve = NULL; /* copied into each worker's slist */
+    f->opts.nresolve = 0;
     f->workers = cr_calloc(opts->threads, sizeof *f->workers);
     if (f->workers == NULL)
         goto fail;
     f->nworkers = opts->threads;
     for (unsigned i = 0; i < f->nworkers; i++) {
         unsigned n = opts->connections / opts->threads + (i < opts->connections % opts->threads);
-        rc = worker_init(f, &f->workers[i], i, n);
+        rc = worker_init(f, &f->workers[i], i, n, opts->resolve, opts->nresolve);
         if (rc < 0)
             goto fail;
         f->nfree += n;
