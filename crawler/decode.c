@@ -346,9 +346,15 @@ static int zpush(decoder *d, int i, const unsigned char *p, size_t n)
         if (l->state == L_END)
             return 0;
     }
-    if (n == 0)
-        return 0;
-    return zrun(d, i, p, n);
+    while (n > 0 && l->state != L_END) {
+        size_t piece = n < (1u << 30) ? n : (1u << 30); /* avail_in is a uInt */
+        int rc = zrun(d, i, p, piece);
+        if (rc < 0)
+            return rc;
+        p += piece;
+        n -= piece;
+    }
+    return 0;
 }
 
 static int brpush(decoder *d, int i, const unsigned char *p, size_t n)

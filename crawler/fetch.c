@@ -68,6 +68,8 @@ struct xfer {
     int64_t t0_ns;
     cr_buf head;               /* current header block, capped */
     cr_buf fields;             /* NUL-terminated copies of parsed fields */
+    cr_buf req;                /* request header block as sent (keep_request) */
+    int64_t start_unix_ms;
     uint64_t head_total;       /* every header byte received, 1xx included */
     bool head_done;
     bool connected;
@@ -385,6 +387,8 @@ static bool headers_complete(struct xfer *x)
             .retry_after_s = parse_retry_after(field_at(x, ra)),
             .headers = x->head.data,
             .headers_len = x->head.len,
+            .request = x->req.data ? x->req.data : "",
+            .request_len = x->req.len,
         };
         if (f->hooks.on_response(f->hooks.ctx, &x->job, &r) != 0) {
             set_err(x, FETCH_ERR_CANCELLED, "on_response asked to stop");
@@ -505,6 +509,22 @@ static int prereq_cb(void *ud, char *primary_ip, char *local_ip, int primary_por
     return CURL_PREREQFUNC_OK;
 }
 
+/* With keep_request: the request header block as curl sent it. A request
+ * sent again (curl retries once on a dead kept-alive connection) replaces
+ * the first one. */
+static int debug_cb(CURL *h, curl_infotype type, char *data, size_t size, void *ud)
+{
+    struct xfer *x = ud;
+    (void)h;
+    if (type != CURLINFO_HEADER_OUT)
+        return 0;
+    if (x->req.len >= 4 && memcmp(x->req.data + x->req.len - 4, "\r\n\r\n", 4) == 0)
+        cr_buf_clear(&x->req);
+    if (cr_buf_append(&x->req, data, size) < 0)
+        set_err(x, FETCH_ERR_NOMEM, "no room for the request header block");
+    return 0;
+}
+
 /* ---- transfer lifecycle (worker thread) -------------------------------- */
 
 static fetch_error classify(const struct xfer *x, CURLcode cc)
@@ -584,8 +604,11 @@ static void slot_release(struct worker *w, struct xfer *x)
         cr_buf_release(&x->head);
     if (x->fields.cap > 16384)
         cr_buf_release(&x->fields);
+    if (x->req.cap > 16384)
+        cr_buf_release(&x->req);
     cr_buf_clear(&x->head);
     cr_buf_clear(&x->fields);
+    cr_buf_clear(&x->req);
 
     pthread_mutex_lock(&f->lock);
     x->state = SLOT_FREE;
@@ -642,6 +665,7 @@ static void xfer_finish(struct worker *w, struct xfer *x, CURLcode cc)
         .decoded_bytes = x->decoded,
         .header_bytes = x->head_total,
         .total_ms = (long)((now_ns() - x->t0_ns) / 1000000),
+        .start_unix_ms = x->start_unix_ms,
         .new_connections = (int)nconn,
         .reason = reason,
     };
@@ -661,6 +685,9 @@ static void xfer_start(struct worker *w, struct xfer *x)
     const fetch_opts *o = &f->opts;
     CURLcode c = CURLE_OK;
 
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    x->start_unix_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
     x->t0_ns = now_ns();
     x->head_total = 0;
     x->head_done = false;
@@ -722,6 +749,11 @@ static void xfer_start(struct worker *w, struct xfer *x)
     SET(CURLOPT_WRITEDATA, x);
     SET(CURLOPT_PREREQFUNCTION, prereq_cb);
     SET(CURLOPT_PREREQDATA, x);
+    if (o->keep_request) {
+        SET(CURLOPT_DEBUGFUNCTION, debug_cb);
+        SET(CURLOPT_DEBUGDATA, x);
+        SET(CURLOPT_VERBOSE, 1L);
+    }
 #undef SET
     if (c != CURLE_OK) {
         set_err(x, c == CURLE_OUT_OF_MEMORY ? FETCH_ERR_NOMEM : FETCH_ERR_OTHER,
@@ -858,6 +890,7 @@ static int worker_init(fetcher *f, struct worker *w, unsigned index, unsigned ns
         x->w = w;
         cr_buf_init(&x->head, (size_t)o->max_header_bytes);
         cr_buf_init(&x->fields, (size_t)o->max_header_bytes + 64);
+        cr_buf_init(&x->req, FETCH_MAX_URL_BYTES + 16384);
         x->next = w->free_list;
         w->free_list = x;
     }
@@ -897,6 +930,7 @@ static void worker_release(struct worker *w)
         cr_free(x->url);
         cr_buf_release(&x->head);
         cr_buf_release(&x->fields);
+        cr_buf_release(&x->req);
     }
     if (w->multi)
         curl_multi_cleanup(w->multi);

@@ -56,6 +56,9 @@ typedef struct fetch_opts {
     const char *const *resolve;/* "host:port:addr" pins, as curl --resolve */
     size_t nresolve;
     const char *proxy;         /* NULL or "": no proxy at all */
+    bool keep_request;         /* capture the request header block as sent
+                                  (for WARC request records); uses curl's
+                                  debug callback, so costs a little */
 } fetch_opts;
 
 /* A job as submitted; the fetcher keeps a copy (url copied). Hooks get
@@ -83,6 +86,10 @@ typedef struct fetch_response {
                                   line through the empty line, CRLFs kept
                                   (HTTP/2: as curl renders it, "HTTP/2 200") */
     size_t headers_len;
+    const char *request;       /* the request header block as sent (request
+                                  line through the empty line); "" unless
+                                  opts.keep_request */
+    size_t request_len;
 } fetch_response;
 
 typedef enum fetch_error {
@@ -115,7 +122,8 @@ typedef struct fetch_result {
     uint64_t raw_bytes;        /* given to on_raw */
     uint64_t decoded_bytes;    /* given to on_body */
     uint64_t header_bytes;     /* received, 1xx blocks included */
-    long total_ms;             /* from start to done */
+    long total_ms;             /* from start (handed to curl) to done */
+    int64_t start_unix_ms;     /* wall-clock start, ms since 1970 (WARC-Date) */
     int new_connections;       /* connections this transfer opened (0: reused) */
     const char *reason;        /* "" when OK, else "KIND: detail (URL)" */
 } fetch_result;
