@@ -82,7 +82,7 @@ struct xfer {
     uint64_t decoded;
     bool truncated;
     fetch_error err;           /* our own verdict; FETCH_OK if none */
-    char detail[200];
+    char detail[CURL_ERROR_SIZE + 128];
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -533,6 +533,8 @@ static fetch_error classify(const struct xfer *x, CURLcode cc)
     case CURLE_OK:
         return FETCH_OK;
     case CURLE_UNSUPPORTED_PROTOCOL:
+        /* before connecting: the scheme; after: e.g. an HTTP/0.9 reply */
+        return x->connected ? FETCH_ERR_PROTOCOL : FETCH_ERR_URL;
     case CURLE_URL_MALFORMAT:
         return FETCH_ERR_URL;
     case CURLE_COULDNT_RESOLVE_HOST:
@@ -641,6 +643,15 @@ static void xfer_finish(struct worker *w, struct xfer *x, CURLcode cc)
         detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
         if (cc == CURLE_OUT_OF_MEMORY && kind == FETCH_ERR_HEADERS_TOO_LARGE)
             detail = "a header line longer than curl accepts (100 KB), or out of memory";
+        long oserr = 0;
+        if (kind == FETCH_ERR_CONNECT &&
+            curl_easy_getinfo(x->easy, CURLINFO_OS_ERRNO, &oserr) == CURLE_OK && oserr > 0) {
+            char es[96];
+            if (strerror_r((int)oserr, es, sizeof es) != 0)
+                snprintf(es, sizeof es, "errno %ld", oserr);
+            snprintf(x->detail, sizeof x->detail, "%s: %s", detail, es);
+            detail = x->detail;
+        }
     }
     if (kind == FETCH_OK && x->head_done) {
         if (x->dec_broken) {
@@ -789,15 +800,15 @@ static void drain_messages(struct worker *w)
     }
 }
 
-static void abort_all(struct worker *w, long grace_ms)
+static void abort_all(struct worker *w, long waited_ms)
 {
     for (unsigned i = 0; i < w->nslots; i++) {
         struct xfer *x = &w->slots[i];
         if (x->state != SLOT_ACTIVE)
             continue;
         x->err = FETCH_OK; /* the abort is the verdict that counts */
-        set_err(x, FETCH_ERR_ABORTED, "still running when the fetcher stopped (grace %ld ms)",
-                grace_ms);
+        set_err(x, FETCH_ERR_ABORTED, "still running %ld ms after fetcher_stop began",
+                waited_ms);
         xfer_finish(w, x, CURLE_OK);
     }
 }

@@ -1438,6 +1438,7 @@ static void fetch_connection_refused(void **state)
     assert_int_equal(r->res.error, FETCH_ERR_CONNECT);
     assert_int_equal(r->responses, 0);
     assert_non_null(strstr(r->res.reason, "connect: "));
+    assert_non_null(strstr(r->res.reason, "Connection refused"));
     assert_non_null(strstr(r->res.reason, url));
     close(fd);
     coll_free(c);
@@ -1536,6 +1537,30 @@ static void fetch_short_body_is_network_error(void **state)
     assert_int_equal(r->res.status, 200);
     assert_int_equal(r->res.raw_bytes, 9);
     coll_free(c);
+}
+
+static void fetch_malformed_replies(void **state)
+{
+    (void)state;
+    static const char *const replies[] = {
+        "no status line at all, HTTP/0.9 style\n",
+        "HTTP/1.1 2x0 Broken\r\nContent-Length: 0\r\n\r\n",
+    };
+    for (int i = 0; i < 2; i++) {
+        struct raw_srv s;
+        raw_start(&s, replies[i], strlen(replies[i]), true);
+        char url[256];
+        snprintf(url, sizeof url, "http://127.0.0.1:%u/bad%d", (unsigned)s.port, i);
+        fetch_opts o = base_opts();
+        struct coll *c = fetch_one(&o, url, 4096);
+        raw_stop(&s);
+        struct rec *r = &c->recs[0];
+        assert_int_equal(r->res.error, FETCH_ERR_PROTOCOL);
+        assert_int_equal(r->responses, 0);
+        assert_non_null(strstr(r->reason, "protocol: "));
+        assert_non_null(strstr(r->reason, url));
+        coll_free(c);
+    }
 }
 
 static void fetch_resolve_pin(void **state)
@@ -2165,6 +2190,7 @@ int main(void)
         cmocka_unit_test(fetch_tls_error),
         cmocka_unit_test(fetch_informational_block_dropped),
         cmocka_unit_test(fetch_short_body_is_network_error),
+        cmocka_unit_test(fetch_malformed_replies),
         cmocka_unit_test(fetch_resolve_pin),
         cmocka_unit_test(fetch_request_headers),
         cmocka_unit_test(fetch_request_block_kept),
