@@ -8,9 +8,7 @@
  * the "star" list; once any exact group is seen the star list is abandoned
  * (RFC 9309 §2.2.1: fall back to `*` only when no group matches). At the end
  * the chosen list's strings are copied into one exact-size arena, so a
- * cached robots object holds no slack, and its rules are sorted by weight
- * (pattern octets, descending; Allow before Disallow at equal weight), which
- * makes the first matching rule the deciding one.
+ * cached robots object holds no slack.
  *
  * Normal form (both sides of a comparison, RFC 9309 §2.2.2 and RFC 3986
  * §6.2.2): %XX of an unreserved character is decoded, other %XX keep their
@@ -20,9 +18,17 @@
  * '$' becomes the end anchor. Patterns are normalized once at parse time;
  * paths are normalized on the fly by a cursor, so matching never allocates.
  *
- * Matching a pattern is greedy with backtracking to the last '*' only (the
- * classic wildcard algorithm), which is O(path × pattern) in the worst case
- * and never exponential. An unanchored pattern matches a prefix of the path.
+ * Matching. Every pattern is its literal head (the bytes before the first
+ * '*') and a tail. The rules are sorted by head, so the heads that are
+ * prefixes of the path are found by walking the path once and narrowing a
+ * range of the sorted array by binary search at each byte, like a trie walk
+ * (O(path × log rules), not O(rules)). Each such candidate is then checked
+ * from where its head ended: a tail is segments separated by '*', each found
+ * leftmost with KMP (failure tables built once per object), the last one,
+ * when anchored, at the very end. That is O(path + pattern) per candidate,
+ * never exponential and never quadratic. Among the candidates that match,
+ * the heaviest wins (pattern octets after normalization, the '$' counted),
+ * then Allow, then the earliest line.
  *
  * The object is immutable after construction; nothing is shared between
  * objects, so there is no lock. */
@@ -39,22 +45,25 @@
 
 /* A rule in its final place: strings point into the object's arena. */
 struct rule {
-    const char *pat;    /* normal form, no final '$' */
-    const char *orig;   /* as written, trimmed, NUL-terminated */
+    const char *pat;      /* normal form, no final '$' */
+    const char *orig;     /* as written, trimmed, NUL-terminated */
+    const uint16_t *fail; /* KMP failure values parallel to pat; NULL without '*' */
     size_t pat_len;
+    size_t head_len;      /* bytes before the first '*' (pat_len if none) */
     size_t orig_len;
-    size_t weight;      /* pat_len + 1 when anchored: the '$' counts */
+    size_t weight;        /* pat_len + 1 when anchored: the '$' counts */
     size_t line;
     unsigned char allow;
     unsigned char anchored;
 };
 
 struct robots {
-    struct rule *rules;      /* sorted: first match decides */
+    struct rule *rules;      /* sorted by head */
     size_t nrules;
     const char **sitemaps;
     size_t nsitemaps;
     char *arena;             /* every string of rules and sitemaps */
+    uint16_t *fail;          /* every failure table */
     long delay_ms;           /* -1: none */
     bool unavailable;        /* robots_disallow_all() */
     robots_stats st;
@@ -148,39 +157,119 @@ static bool cursor_get(const char *s, size_t n, struct cursor *c, unsigned char 
     return true;
 }
 
-/* Does the normalized pattern match the path (raw bytes, normalized as we
- * go)? Greedy; on a mismatch only the last '*' is retried one byte further. */
-static bool pattern_match(const char *pat, size_t plen, bool anchored, const char *path,
-                          size_t n)
+/* Does the path, from cursor *c on, start with lit? Advances *c. */
+static bool match_literal(const char *lit, size_t len, const char *path, size_t n,
+                          struct cursor *c)
 {
-    size_t p = 0;
-    size_t star_p = SIZE_MAX;
-    struct cursor t = {0, 0};
-    struct cursor star_t = {0, 0};
-    for (;;) {
-        if (p == plen) {
-            if (!anchored || t.i >= n)
+    for (size_t i = 0; i < len; i++) {
+        unsigned char b;
+        if (!cursor_get(path, n, c, &b) || b != (unsigned char)lit[i])
+            return false;
+    }
+    return true;
+}
+
+/* KMP over the path from *c: finds the leftmost occurrence of seg (len > 0,
+ * failure values f) and leaves *c just after it; with at_end, reports only
+ * whether an occurrence ends exactly at the end of the path. */
+static bool find_segment(const char *seg, size_t len, const uint16_t *f, bool at_end,
+                         const char *path, size_t n, struct cursor *c)
+{
+    size_t q = 0;
+    bool ended = false;
+    unsigned char b;
+    while (cursor_get(path, n, c, &b)) {
+        while (q > 0 && (unsigned char)seg[q] != b)
+            q = f[q - 1];
+        if ((unsigned char)seg[q] == b)
+            q++;
+        ended = false;
+        if (q == len) {
+            if (!at_end)
                 return true;
-        } else if (pat[p] == '*') {
-            star_p = ++p;
-            star_t = t;
-            continue;
-        } else {
-            struct cursor t2 = t;
-            unsigned char c;
-            if (cursor_get(path, n, &t2, &c) && c == (unsigned char)pat[p]) {
-                p++;
-                t = t2;
-                continue;
-            }
+            ended = true;
+            q = f[q - 1];
         }
-        if (star_p == SIZE_MAX)
+    }
+    return ended;
+}
+
+/* Does rule q match the path, given that its head matched and *c is just
+ * after it? Each segment of the tail is taken leftmost, which is enough for
+ * patterns whose only wildcard is '*'. */
+static bool tail_match(const struct rule *q, const char *path, size_t n, struct cursor c)
+{
+    size_t i = q->head_len;
+    if (i == q->pat_len)
+        return !q->anchored || c.i >= n;
+    for (;;) {
+        while (i < q->pat_len && q->pat[i] == '*')
+            i++;
+        if (i == q->pat_len)
+            return true; /* a final '*' takes the rest */
+        size_t j = i;
+        while (j < q->pat_len && q->pat[j] != '*')
+            j++;
+        bool last = j == q->pat_len;
+        bool at_end = last && q->anchored;
+        if (!find_segment(q->pat + i, j - i, q->fail + i, at_end, path, n, &c))
             return false;
-        unsigned char skipped;
-        if (!cursor_get(path, n, &star_t, &skipped))
-            return false;
-        t = star_t;
-        p = star_p;
+        if (last)
+            return true;
+        i = j;
+    }
+}
+
+/* Would rule a decide over rule b (NULL: nothing yet)? */
+static bool outranks(const struct rule *a, const struct rule *b)
+{
+    if (b == NULL)
+        return true;
+    if (a->weight != b->weight)
+        return a->weight > b->weight;
+    if (a->allow != b->allow)
+        return a->allow;
+    return a->line < b->line;
+}
+
+/* The deciding rule for a path, or NULL: walks the path once over the rules
+ * sorted by head (see the top of the file). */
+static const struct rule *decide(const robots *r, const char *path, size_t n)
+{
+    const struct rule *best = NULL;
+    size_t lo = 0, hi = r->nrules, d = 0;
+    struct cursor c = {0, 0};
+    for (;;) {
+        /* rules whose head is exactly the d bytes read so far sort first */
+        for (; lo < hi && r->rules[lo].head_len == d; lo++) {
+            const struct rule *q = &r->rules[lo];
+            if (outranks(q, best) && tail_match(q, path, n, c))
+                best = q;
+        }
+        unsigned char b;
+        if (lo >= hi || !cursor_get(path, n, &c, &b))
+            return best;
+        /* keep the rules whose head continues with b: [lo, hi) all share
+         * d bytes and are sorted, so byte d is non-decreasing */
+        size_t l = lo, h = hi;
+        while (l < h) {
+            size_t mid = l + (h - l) / 2;
+            if ((unsigned char)r->rules[mid].pat[d] < b)
+                l = mid + 1;
+            else
+                h = mid;
+        }
+        lo = l;
+        h = hi;
+        while (l < h) {
+            size_t mid = l + (h - l) / 2;
+            if ((unsigned char)r->rules[mid].pat[d] <= b)
+                l = mid + 1;
+            else
+                h = mid;
+        }
+        hi = l;
+        d++;
     }
 }
 
@@ -526,17 +615,45 @@ static size_t parse_extent(const char *data, size_t len, size_t max)
     return l;
 }
 
+/* By head, bytewise, a head before its extensions; then by line. */
 static int rule_cmp(const void *a, const void *b)
 {
     const struct rule *x = a;
     const struct rule *y = b;
-    if (x->weight != y->weight)
-        return x->weight > y->weight ? -1 : 1;
-    if (x->allow != y->allow)
-        return x->allow ? -1 : 1;
+    size_t n = x->head_len < y->head_len ? x->head_len : y->head_len;
+    int c = memcmp(x->pat, y->pat, n);
+    if (c != 0)
+        return c;
+    if (x->head_len != y->head_len)
+        return x->head_len < y->head_len ? -1 : 1;
     if (x->line != y->line)
         return x->line < y->line ? -1 : 1;
     return 0;
+}
+
+/* KMP failure values for every segment of the tail of a pattern: f[i] is,
+ * within the segment holding i, the length of the longest proper border of
+ * the segment's bytes up to i. Values fit 16 bits: a pattern comes from a
+ * line of at most ROBOTS_MAX_LINE bytes, so it is under 3 * 16384 + 1. */
+static void build_failure(const char *p, size_t head, size_t len, uint16_t *f)
+{
+    size_t i = head;
+    while (i < len) {
+        if (p[i] == '*') {
+            f[i++] = 0;
+            continue;
+        }
+        size_t s = i; /* a segment starts */
+        f[i++] = 0;
+        size_t k = 0;
+        for (; i < len && p[i] != '*'; i++) {
+            while (k > 0 && p[s + k] != p[i])
+                k = f[s + k - 1];
+            if (p[s + k] == p[i])
+                k++;
+            f[i] = (uint16_t)k;
+        }
+    }
 }
 
 /* Moves the chosen rules and the sitemaps into a new robots object. */
@@ -552,9 +669,12 @@ static robots *build(struct parser *ps)
         delay = ps->star_delay;
     }
     size_t nrules = l ? l->n : 0;
-    size_t total = 0;
-    for (size_t i = 0; i < nrules; i++)
+    size_t total = 0, nfail = 0;
+    for (size_t i = 0; i < nrules; i++) {
         total += l->v[i].pat_len + 1 + l->v[i].orig_len + 1;
+        if (memchr(ps->text.data + l->v[i].pat_off, '*', l->v[i].pat_len) != NULL)
+            nfail += l->v[i].pat_len;
+    }
     for (size_t i = 0; i < ps->nsitemaps; i++)
         total += strlen(ps->text.data + ps->sitemap_off[i]) + 1;
 
@@ -564,12 +684,14 @@ static robots *build(struct parser *ps)
     r->arena = cr_malloc(total);
     r->rules = nrules ? cr_calloc(nrules, sizeof *r->rules) : NULL;
     r->sitemaps = ps->nsitemaps ? cr_calloc(ps->nsitemaps, sizeof *r->sitemaps) : NULL;
+    r->fail = nfail ? cr_malloc(nfail * sizeof *r->fail) : NULL;
     if (r->arena == NULL || (nrules && r->rules == NULL) ||
-        (ps->nsitemaps && r->sitemaps == NULL)) {
+        (ps->nsitemaps && r->sitemaps == NULL) || (nfail && r->fail == NULL)) {
         robots_free(r);
         return NULL;
     }
     char *a = r->arena;
+    uint16_t *f = r->fail;
     for (size_t i = 0; i < nrules; i++) {
         const struct prule *p = &l->v[i];
         struct rule *q = &r->rules[i];
@@ -587,6 +709,13 @@ static robots *build(struct parser *ps)
         q->allow = p->allow;
         q->anchored = p->anchored;
         q->weight = p->pat_len + (p->anchored ? 1 : 0);
+        const char *star = memchr(q->pat, '*', q->pat_len);
+        q->head_len = star ? (size_t)(star - q->pat) : q->pat_len;
+        if (star != NULL) {
+            build_failure(q->pat, q->head_len, q->pat_len, f);
+            q->fail = f;
+            f += q->pat_len;
+        }
     }
     if (nrules > 1)
         qsort(r->rules, nrules, sizeof *r->rules, rule_cmp);
@@ -671,6 +800,7 @@ void robots_free(robots *r)
 {
     if (r == NULL)
         return;
+    cr_free(r->fail);
     cr_free(r->sitemaps);
     cr_free(r->rules);
     cr_free(r->arena);
@@ -690,7 +820,9 @@ int robots_allowed(const robots *r, const char *path_and_query, size_t len, robo
         len = 1;
     }
     static const char robots_txt[] = "/robots.txt";
-    if (pattern_match(robots_txt, sizeof robots_txt - 1, true, path_and_query, len)) {
+    struct cursor c = {0, 0};
+    if (match_literal(robots_txt, sizeof robots_txt - 1, path_and_query, len, &c) &&
+        c.i >= len) {
         why->kind = ROBOTS_RULE_IMPLICIT;
         return 1;
     }
@@ -698,18 +830,16 @@ int robots_allowed(const robots *r, const char *path_and_query, size_t len, robo
         why->kind = ROBOTS_RULE_UNAVAILABLE;
         return 0;
     }
-    for (size_t i = 0; i < r->nrules; i++) {
-        const struct rule *q = &r->rules[i];
-        if (!pattern_match(q->pat, q->pat_len, q->anchored, path_and_query, len))
-            continue;
-        why->kind = q->allow ? ROBOTS_RULE_ALLOW : ROBOTS_RULE_DISALLOW;
-        why->pattern = q->orig;
-        why->pattern_len = q->orig_len;
-        why->line = q->line;
-        return q->allow ? 1 : 0;
+    const struct rule *q = decide(r, path_and_query, len);
+    if (q == NULL) {
+        why->kind = ROBOTS_RULE_NONE;
+        return 1;
     }
-    why->kind = ROBOTS_RULE_NONE;
-    return 1;
+    why->kind = q->allow ? ROBOTS_RULE_ALLOW : ROBOTS_RULE_DISALLOW;
+    why->pattern = q->orig;
+    why->pattern_len = q->orig_len;
+    why->line = q->line;
+    return q->allow ? 1 : 0;
 }
 
 struct out {

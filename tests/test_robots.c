@@ -1452,6 +1452,112 @@ static void many_stars_pattern(void **s)
     free(t);
 }
 
+static void tail_segment_needs_its_border(void **s)
+{
+    (void)s;
+    /* a naive restart after a partial "abcabd" would miss these */
+    robots *r = parse("User-agent: *\nDisallow: /*abcabd\nDisallow: /x*aab$\n", "x");
+    assert_int_equal(allowed(r, "/abcabcabd"), 0);
+    assert_int_equal(allowed(r, "/abcabcab"), 1);
+    assert_int_equal(allowed(r, "/xaaab"), 0);
+    assert_int_equal(allowed(r, "/xaaaba"), 1);
+    robots_free(r);
+}
+
+static void anchored_tail_uses_the_last_occurrence(void **s)
+{
+    (void)s;
+    robots *r = parse("User-agent: *\nDisallow: /*ab$\n", "x");
+    assert_int_equal(allowed(r, "/abxab"), 0);
+    assert_int_equal(allowed(r, "/abxabx"), 1);
+    robots_free(r);
+    r = parse("User-agent: *\nDisallow: /q*a*ab$\n", "x");
+    assert_int_equal(allowed(r, "/qab"), 1); /* "a" and "ab" cannot share the a */
+    assert_int_equal(allowed(r, "/qaab"), 0);
+    robots_free(r);
+}
+
+static void weight_not_head_length_decides(void **s)
+{
+    (void)s;
+    /* head "/a" but 11 octets beats head "/abc" with 4 */
+    robots *r = parse("User-agent: *\nAllow: /abc\nDisallow: /a*xxxxxxxx\n", "x");
+    assert_decision(r, "/abc/xxxxxxxx", 0, "disallow: /a*xxxxxxxx");
+    assert_decision(r, "/abc/xxxxxxx", 1, "allow: /abc");
+    robots_free(r);
+}
+
+static void allow_wins_a_tie_across_heads(void **s)
+{
+    (void)s;
+    /* both 3 octets; the Disallow's head "/" is met before the Allow's "/ab" */
+    robots *r = parse("User-agent: *\nDisallow: /*b\nAllow: /ab\n", "x");
+    assert_decision(r, "/ab", 1, "allow: /ab");
+    assert_decision(r, "/xb", 0, "disallow: /*b");
+    robots_free(r);
+}
+
+static void heads_that_extend_each_other(void **s)
+{
+    (void)s;
+    robots *r = parse("User-agent: *\nDisallow: /a\nAllow: /ab\nDisallow: /abc\n"
+                      "Allow: /abcd\nDisallow: /b\n",
+                      "x");
+    assert_decision(r, "/a", 0, "disallow: /a");
+    assert_decision(r, "/ab", 1, "allow: /ab");
+    assert_decision(r, "/abc", 0, "disallow: /abc");
+    assert_decision(r, "/abcde", 1, "allow: /abcd");
+    assert_decision(r, "/ac", 0, "disallow: /a");
+    assert_decision(r, "/b", 0, "disallow: /b");
+    assert_decision(r, "/c", 1, "-");
+    robots_free(r);
+}
+
+static void equal_rules_report_the_first_line(void **s)
+{
+    (void)s;
+    robots *r = parse("User-agent: *\nDisallow: /x*\nDisallow: /x*\nDisallow: /x*\n", "x");
+    robots_rule why;
+    assert_int_equal(robots_allowed(r, "/x", 2, &why), 0);
+    assert_int_equal(why.line, 2);
+    robots_free(r);
+}
+
+static void cap_full_of_long_wildcard_literals(void **s)
+{
+    (void)s;
+    /* each rule is a slash, a star, 16000 'a' and a 'b': a matcher that
+     * retries the literal at every offset does 8 KiB x 16 KB work per rule */
+    size_t cap = ROBOTS_DEFAULT_MAX_BYTES;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    size_t len = (size_t)snprintf(t, cap, "User-agent: *\n");
+    size_t rules = 0;
+    while (len + 16100 < cap) {
+        len += (size_t)snprintf(t + len, cap - len, "Disallow: /*");
+        memset(t + len, 'a', 16000);
+        len += 16000;
+        t[len++] = 'b';
+        t[len++] = '\n';
+        rules++;
+    }
+    robots *r = robots_parse(t, len, "x", 0);
+    assert_non_null(r);
+    assert_int_equal(robots_rule_count(r), rules);
+    size_t n = 8192;
+    char *p = malloc(n + 16001);
+    assert_non_null(p);
+    p[0] = '/';
+    memset(p + 1, 'a', n - 1);
+    assert_int_equal(robots_allowed(r, p, n, NULL), 1);
+    memset(p + 1, 'a', n + 15999);
+    p[n + 16000] = 'b';
+    assert_int_equal(robots_allowed(r, p, n + 16001, NULL), 0);
+    robots_free(r);
+    free(p);
+    free(t);
+}
+
 /* ---- out of memory ---------------------------------------------------- */
 
 static void parse_survives_every_allocation_failure(void **s)
@@ -1613,6 +1719,13 @@ int main(void)
         cmocka_unit_test(overlong_line_is_skipped),
         cmocka_unit_test(pathological_wildcards_on_a_long_path),
         cmocka_unit_test(many_stars_pattern),
+        cmocka_unit_test(tail_segment_needs_its_border),
+        cmocka_unit_test(anchored_tail_uses_the_last_occurrence),
+        cmocka_unit_test(weight_not_head_length_decides),
+        cmocka_unit_test(allow_wins_a_tie_across_heads),
+        cmocka_unit_test(heads_that_extend_each_other),
+        cmocka_unit_test(equal_rules_report_the_first_line),
+        cmocka_unit_test(cap_full_of_long_wildcard_literals),
         cmocka_unit_test(parse_survives_every_allocation_failure),
         cmocka_unit_test(constructors_report_out_of_memory),
     };
