@@ -13,11 +13,14 @@
  * Cost is bounded: only the first max_bytes of the file are read (a line cut
  * by the cap is dropped), lines longer than ROBOTS_MAX_LINE are skipped, at
  * most ROBOTS_MAX_RULES rules and ROBOTS_MAX_SITEMAPS sitemaps are kept (the
- * rest are counted), and matching is O(path × pattern) per rule with no
- * allocation. A robots object is immutable after construction, so any number
- * of threads may call the const functions on it at once. What the caller
- * decides (RFC 9309 §2.3): 4xx → robots_allow_all(), 5xx or unreachable →
- * robots_disallow_all(). */
+ * rest are counted). Matching never allocates: the rules worth trying are
+ * found in O(path × log rules) by walking the path over rules sorted by
+ * their literal head (the part before the first '*'), and each costs
+ * O(path + pattern) (KMP per '*'-separated segment), never exponential. A
+ * robots object is immutable after construction, so any number of threads
+ * may call the const functions on it at once; none accepts a NULL robots.
+ * What the caller decides (RFC 9309 §2.3): 4xx → robots_allow_all(), 5xx
+ * or unreachable → robots_disallow_all(). */
 #ifndef CRAWLD_ROBOTS_H
 #define CRAWLD_ROBOTS_H
 

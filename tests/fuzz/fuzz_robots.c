@@ -1,13 +1,15 @@
 /* tests/fuzz/fuzz_robots: libFuzzer target for frontier/robots.
  *
- * Input layout: byte 0 picks the agent, byte 1 the byte cap, byte 2 the
+ * Input layout: byte 0 picks the agent, byte 1 the byte cap (bytes 0 ^ 1
+ * also pick the rule kinds of the differential check), byte 2 the
  * length L of a path taken from the next L bytes; the rest is the robots.txt.
  * The file is parsed and several paths are matched; any broken invariant
- * traps. Then, as a differential check, the first line of the file (minus
- * whitespace, '#' and line ends, at most 64 bytes) is used as the pattern of
- * a one-rule file, and robots_allowed() must agree with a reference matcher
- * written here independently: allocated normal forms and an O(n·m) dynamic
- * program instead of the library's cursor and greedy backtracking. */
+ * traps. Then, as a differential check, the first one to four lines of the
+ * file (minus whitespace and '#', at most 64 bytes each) become the rules of
+ * a small file, and robots_allowed() must agree with a reference written
+ * here independently: allocated normal forms, an O(n·m) dynamic program per
+ * rule and a plain longest-match scan, instead of the library's cursor,
+ * head-sorted walk and KMP. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -99,10 +101,33 @@ static bool ref_match(const uint8_t *p, size_t pn, bool anchored, const uint8_t 
     return r;
 }
 
-/* The expected verdict for a file "User-agent: *\nDisallow: PAT\n". */
-static int ref_verdict(const uint8_t *pat, size_t pn, const uint8_t *path, size_t n)
+/* Reference for one rule: does pattern pat (as written, without a final
+ * newline) match the normalized path np? *weight gets its octet count. */
+static bool ref_rule(const uint8_t *pat, size_t pn, const uint8_t *np, size_t nn, size_t *weight)
 {
-    uint8_t np[3 * 256 + 8], pp[3 * 64 + 8];
+    uint8_t pp[3 * 64 + 8];
+    *weight = 0;
+    bool anchored = pn > 0 && pat[pn - 1] == '$';
+    if (anchored)
+        pn--;
+    if (pn == 0)
+        return false; /* no rule */
+    size_t pl = 0;
+    if (pat[0] != '/' && pat[0] != '*')
+        pp[pl++] = '/';
+    pl += ref_normalize(pat, pn, true, pp + pl);
+    if (pp[pl - 1] == 0x01)
+        anchored = false;
+    *weight = pl + (anchored ? 1 : 0);
+    return ref_match(pp, pl, anchored, np, nn);
+}
+
+/* The expected verdict for "User-agent: *" and the given rules: the
+ * heaviest matching rule decides, Allow wins a tie, no match allows. */
+static int ref_verdict(const uint8_t *const pats[], const size_t pns[], const bool allow[],
+                       size_t k, const uint8_t *path, size_t n)
+{
+    uint8_t np[3 * 256 + 8];
     if (n == 0) {
         path = (const uint8_t *)"/";
         n = 1;
@@ -110,18 +135,20 @@ static int ref_verdict(const uint8_t *pat, size_t pn, const uint8_t *path, size_
     size_t nn = ref_normalize(path, n, false, np);
     if (nn == 11 && memcmp(np, "/robots.txt", 11) == 0)
         return 1;
-    bool anchored = pn > 0 && pat[pn - 1] == '$';
-    if (anchored)
-        pn--;
-    if (pn == 0)
-        return 1; /* no rule */
-    size_t pl = 0;
-    if (pat[0] != '/' && pat[0] != '*')
-        pp[pl++] = '/';
-    pl += ref_normalize(pat, pn, true, pp + pl);
-    if (pp[pl - 1] == 0x01)
-        anchored = false;
-    return ref_match(pp, pl, anchored, np, nn) ? 0 : 1;
+    size_t best = 0;
+    int verdict = 1;
+    bool found = false;
+    for (size_t i = 0; i < k; i++) {
+        size_t w;
+        if (!ref_rule(pats[i], pns[i], np, nn, &w))
+            continue;
+        if (!found || w > best || (w == best && allow[i])) {
+            verdict = (!found || w > best) ? (allow[i] ? 1 : 0) : 1;
+            best = w;
+            found = true;
+        }
+    }
+    return verdict;
 }
 
 /* ---- checks ----------------------------------------------------------- */
@@ -146,32 +173,50 @@ static void check_path(const robots *r, const uint8_t *p, size_t n)
     CHECK(robots_rule_describe(&why, big, sizeof big) == 0);
 }
 
-static void differential(const uint8_t *file, size_t flen, const uint8_t *path, size_t n)
+/* Up to four patterns from the first lines of the file (whitespace, '#'
+ * dropped; at most 64 bytes each) become the rules of a `*` group; bits of
+ * kinds choose Allow or Disallow. The library must agree with ref_verdict. */
+static void differential(const uint8_t *file, size_t flen, uint8_t kinds, const uint8_t *path,
+                         size_t n)
 {
-    uint8_t pat[64];
-    size_t pn = 0;
-    for (size_t i = 0; i < flen && pn < sizeof pat; i++) {
-        uint8_t c = file[i];
-        if (c == '\n' || c == '\r')
-            break;
-        if (c == '#' || c == ' ' || c == '\t')
-            continue;
-        pat[pn++] = c;
+    uint8_t pat[4][64];
+    const uint8_t *pats[4];
+    size_t pns[4];
+    bool allow[4];
+    size_t k = 0, i = 0;
+    size_t nrules = 1 + (size_t)(kinds >> 6);
+    while (k < nrules && i <= flen) {
+        size_t pn = 0;
+        for (; i < flen && file[i] != '\n' && file[i] != '\r'; i++) {
+            uint8_t c = file[i];
+            if (c != '#' && c != ' ' && c != '\t' && pn < sizeof pat[k])
+                pat[k][pn++] = c;
+        }
+        i++; /* past the line end */
+        pats[k] = pat[k];
+        pns[k] = pn;
+        allow[k] = (kinds >> k) & 1;
+        k++;
     }
     if (n > 256)
         n = 256;
-    char txt[128];
+    char txt[16 + 4 * (10 + 64 + 1)];
     size_t tl = 0;
-    memcpy(txt, "User-agent: *\nDisallow: ", 24);
-    tl = 24;
-    memcpy(txt + tl, pat, pn);
-    tl += pn;
-    txt[tl++] = '\n';
+    memcpy(txt, "User-agent: *\n", 14);
+    tl = 14;
+    for (size_t j = 0; j < k; j++) {
+        const char *key = allow[j] ? "Allow: " : "Disallow: ";
+        memcpy(txt + tl, key, strlen(key));
+        tl += strlen(key);
+        memcpy(txt + tl, pats[j], pns[j]);
+        tl += pns[j];
+        txt[tl++] = '\n';
+    }
     robots *r = robots_parse(txt, tl, "foobot", 0);
     if (r == NULL)
         return;
     int got = robots_allowed(r, (const char *)path, n, NULL);
-    CHECK(got == ref_verdict(pat, pn, path, n));
+    CHECK(got == ref_verdict(pats, pns, allow, k, path, n));
     robots_free(r);
 }
 
@@ -180,6 +225,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 3)
         return 0;
     const char *agent = agents[data[0] & 7];
+    uint8_t kinds = (uint8_t)(data[0] ^ data[1]);
     size_t cap = caps[data[1] & 7];
     size_t plen = data[2];
     data += 3;
@@ -214,6 +260,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(robots_allowed(r, "/robots.txt", 11, &why) == 1 && why.kind == ROBOTS_RULE_IMPLICIT);
     robots_free(r);
 
-    differential(file, flen, path, plen);
+    differential(file, flen, kinds, path, plen);
     return 0;
 }
