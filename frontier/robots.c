@@ -796,6 +796,16 @@ robots *robots_disallow_all(void)
     return r;
 }
 
+robots *robots_for_status(int status, const char *body, size_t len, const char *agent,
+                          size_t max_bytes)
+{
+    if (status >= 200 && status < 300)
+        return robots_parse(body, len, agent, max_bytes);
+    if (status >= 400 && status < 500)
+        return robots_allow_all();
+    return robots_disallow_all();
+}
+
 void robots_free(robots *r)
 {
     if (r == NULL)

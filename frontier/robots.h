@@ -76,6 +76,12 @@ robots *robots_allow_all(void);
 /* Everything but /robots.txt disallowed (5xx or unreachable). NULL only on
  * out of memory. */
 robots *robots_disallow_all(void);
+/* The rule set a robots.txt fetch implies (RFC 9309 §2.3): a 2xx body is
+ * parsed; 4xx allows all; anything else (5xx, no answer: status 0, or a
+ * redirect chain that did not end) disallows all. NULL only on out of
+ * memory. */
+robots *robots_for_status(int status, const char *body, size_t len, const char *agent,
+                          size_t max_bytes);
 void robots_free(robots *r);
 
 /* 1 if the crawler may fetch path_and_query (the URL's path, '?', query; no

@@ -1593,6 +1593,31 @@ static void constructors_report_out_of_memory(void **s)
     cr_alloc_fail_after(0);
 }
 
+/* RFC 9309 §2.3: what a fetch's status implies. */
+static void status_decides_access(void **s)
+{
+    (void)s;
+    const char *body = "User-agent: *\nDisallow: /private/\n";
+    robots *r = robots_for_status(200, body, strlen(body), "crawld", 0);
+    assert_non_null(r);
+    assert_int_equal(allowed(r, "/private/x"), 0);
+    assert_int_equal(allowed(r, "/public"), 1);
+    robots_free(r);
+    r = robots_for_status(404, body, strlen(body), "crawld", 0);
+    assert_int_equal(allowed(r, "/private/x"), 1);
+    robots_free(r);
+    r = robots_for_status(410, NULL, 0, "crawld", 0);
+    assert_int_equal(allowed(r, "/anything"), 1);
+    robots_free(r);
+    int unavailable[] = { 500, 503, 0, 301, 199 };
+    for (size_t i = 0; i < sizeof unavailable / sizeof *unavailable; i++) {
+        r = robots_for_status(unavailable[i], body, strlen(body), "crawld", 0);
+        assert_int_equal(allowed(r, "/public"), 0);
+        assert_int_equal(allowed(r, "/robots.txt"), 1);
+        robots_free(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1728,6 +1753,7 @@ int main(void)
         cmocka_unit_test(cap_full_of_long_wildcard_literals),
         cmocka_unit_test(parse_survives_every_allocation_failure),
         cmocka_unit_test(constructors_report_out_of_memory),
+        cmocka_unit_test(status_decides_access),
     };
     return cmocka_run_group_tests_name("robots", tests, NULL, NULL);
 }
