@@ -47,7 +47,8 @@ enum {
     C_HOSTF = 16,  /* host bytes the fast path accepts: ALPHA DIGIT - . _ */
     C_HEX = 32,
     C_SCHEME = 64, /* ALPHA DIGIT + - . */
-    C_DIGIT = 128
+    C_DIGIT = 128,
+    C_PREP = 256   /* prep must look: controls, space, '#', '\\', >= 0x7F */
 };
 
 enum ref_kind { K_ABS, K_NET, K_PATH_ABS, K_PATH_REL, K_QUERY, K_EMPTY };
@@ -90,14 +91,15 @@ struct url_canon {
     int bscheme;      /* 0 http, 1 https */
     size_t bauth_off, bauth_len, bpath_off, bpath_len, bquery_off;
     /* policy */
-    char **strip;
+    char **strip;     /* lower-cased patterns */
+    size_t *striplen;
     size_t nstrip;
     bool strip_sess;
     bool sort;
     bool curl_only;
     bool used_curl;   /* the last reference went through curl */
     url_canon_stats st;
-    uint8_t cls[256];
+    uint16_t cls[256];
 };
 
 static const char *const default_strip[] = { "utm_*", "fbclid", "gclid" };
@@ -154,9 +156,9 @@ static bool ieq(const char *a, const char *b, size_t n)
     return true;
 }
 
-static void cls_init(uint8_t *cls)
+static void cls_init(uint16_t *cls)
 {
-    memset(cls, 0, 256);
+    memset(cls, 0, 256 * sizeof *cls);
     for (int b = 0; b < 256; b++) {
         bool alpha = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z');
         bool digit = b >= '0' && b <= '9';
@@ -170,6 +172,8 @@ static void cls_init(uint8_t *cls)
             cls[b] |= C_HEX;
         if (digit)
             cls[b] |= C_DIGIT;
+        if (b <= 0x20 || b >= 0x7f || b == '#' || b == '\\')
+            cls[b] |= C_PREP;
     }
     for (int b = 0; b < 256; b++)
         if (cls[b] & C_UNRES)
@@ -251,27 +255,35 @@ static void remove_dots(wr *w, const char *in, size_t n)
 /* Does the path contain a "." or ".." segment? */
 static bool has_dot_segment(const char *p, size_t n)
 {
-    for (size_t i = 0; i + 1 < n; i++) {
-        if (p[i] != '/' || p[i + 1] != '.')
-            continue;
-        size_t j = i + 2;
-        if (j < n && p[j] == '.')
-            j++;
-        if (j == n || p[j] == '/')
-            return true;
+    const char *end = p + n, *q = p;
+    while (q < end) {
+        q = memchr(q, '.', (size_t)(end - q));
+        if (q == NULL)
+            return false;
+        if (q > p && q[-1] == '/') {
+            const char *r = q + 1;
+            if (r < end && *r == '.')
+                r++;
+            if (r == end || *r == '/')
+                return true;
+        }
+        q++;
     }
     return false;
 }
 
-/* glob with '*' as the only wildcard, ASCII case-insensitive */
-static bool glob_ci(const char *pat, const char *s, size_t n)
+/* glob with '*' as the only wildcard; pat is lower-case, s compared
+ * ASCII case-insensitively */
+static bool glob_ci(const char *pat, size_t pl, const char *s, size_t n)
 {
-    size_t pl = strlen(pat), pi = 0, si = 0, star = (size_t)-1, mark = 0;
+    size_t pi = 0, si = 0, star = (size_t)-1, mark = 0;
+    if (pl > 0 && pat[0] != '*' && (n == 0 || lower((unsigned char)s[0]) != (unsigned char)pat[0]))
+        return false;
     while (si < n) {
         if (pi < pl && pat[pi] == '*') {
             star = pi++;
             mark = si;
-        } else if (pi < pl && lower((unsigned char)pat[pi]) == lower((unsigned char)s[si])) {
+        } else if (pi < pl && lower((unsigned char)s[si]) == (unsigned char)pat[pi]) {
             pi++;
             si++;
         } else if (star != (size_t)-1) {
@@ -286,21 +298,15 @@ static bool glob_ci(const char *pat, const char *s, size_t n)
     return pi == pl;
 }
 
-static bool name_is(const char *s, size_t n, const char *lit)
-{
-    size_t l = strlen(lit);
-    return n == l && ieq(s, lit, l);
-}
-
 /* ---- query ------------------------------------------------------------ */
 
 static bool param_dropped(const url_canon *c, const char *name, size_t n)
 {
-    if (c->strip_sess && (name_is(name, n, "jsessionid") || name_is(name, n, "phpsessid") ||
-                          name_is(name, n, "sid")))
+    if (c->strip_sess && ((n == 10 && ieq(name, "jsessionid", 10)) ||
+                          (n == 9 && ieq(name, "phpsessid", 9)) || (n == 3 && ieq(name, "sid", 3))))
         return true;
     for (size_t i = 0; i < c->nstrip; i++)
-        if (glob_ci(c->strip[i], name, n))
+        if (glob_ci(c->strip[i], c->striplen[i], name, n))
             return true;
     return false;
 }
@@ -388,7 +394,10 @@ static url_reject query_out(url_canon *c, wr *w, const char *q, size_t qn)
 /* ";jsessionid=..." path parameters (up to the next ';' or '/'), in place */
 static size_t strip_jsessionid(char *p, size_t n)
 {
-    size_t r = 0, o = 0;
+    const char *semi = memchr(p, ';', n);
+    if (semi == NULL)
+        return n;
+    size_t r = (size_t)(semi - p), o = r;
     while (r < n) {
         if (p[r] == ';' && n - r >= 12 && ieq(p + r + 1, "jsessionid=", 11)) {
             r += 12;
@@ -447,9 +456,17 @@ static url_reject prep(url_canon *c, const char *in, size_t len, const char **op
         s++;
     while (e > s && (unsigned char)in[e - 1] <= 0x20)
         e--;
+    size_t i = s;
+    while (i < e && !(c->cls[(unsigned char)in[i]] & C_PREP))
+        i++;
+    if (i == e) {
+        *op = in + s;
+        *on = e - s;
+        return URL_OK;
+    }
     bool copy = false;
     size_t frag = e;
-    for (size_t i = s; i < e; i++) {
+    for (; i < e; i++) {
         unsigned char b = (unsigned char)in[i];
         if (b < 0x20 || b == 0x7f) {
             if (b != '\t' && b != '\n' && b != '\r')
@@ -468,7 +485,7 @@ static url_reject prep(url_canon *c, const char *in, size_t len, const char **op
     }
     wr w = { c->pbuf, 0, c->wcap, false };
     bool query = false;
-    for (size_t i = s; i < frag; i++) {
+    for (i = s; i < frag; i++) {
         unsigned char b = (unsigned char)in[i];
         if (b == '\t' || b == '\n' || b == '\r')
             continue;
@@ -1131,6 +1148,7 @@ void url_canon_free(url_canon *c)
             cr_free(c->strip[i]);
         cr_free(c->strip);
     }
+    cr_free(c->striplen);
     cr_free(c->bcanon);
     cr_free(c->braw);
     cr_free(c->ptmp);
@@ -1190,13 +1208,17 @@ url_canon *url_canon_new(const url_policy *pol)
         goto fail;
     if (pol->strip_params != NULL && pol->n_strip_params > 0) {
         c->strip = cr_calloc(pol->n_strip_params, sizeof *c->strip);
-        if (c->strip == NULL)
+        c->striplen = cr_calloc(pol->n_strip_params, sizeof *c->striplen);
+        if (c->strip == NULL || c->striplen == NULL)
             goto fail;
         for (size_t i = 0; i < pol->n_strip_params; i++) {
             c->strip[i] = cr_strdup(pol->strip_params[i]);
             if (c->strip[i] == NULL)
                 goto fail;
             c->nstrip = i + 1;
+            c->striplen[i] = strlen(c->strip[i]);
+            for (size_t k = 0; k < c->striplen[i]; k++)
+                c->strip[i][k] = (char)lower((unsigned char)c->strip[i][k]);
         }
     }
     c->bwhy = URL_REJ_BAD_BASE;
