@@ -32,5 +32,6 @@ int cli_conf_load(const cli_conf *cc, const char *cmd, crawl_config *cfg, bool s
 int cli_bad_option(const char *cmd, const char *opt);
 
 int cmd_check_config(int argc, char **argv);
+int cmd_canon(int argc, char **argv);
 
 #endif

@@ -24,7 +24,7 @@ static const command commands[] = {
     { "report", NULL, "write an HTML report of a crawl", "the crawl report (issue 10)" },
     { "check-config", cmd_check_config, "validate a configuration and print the effective one",
       NULL },
-    { "canon", NULL, "print the canonical form of URLs", "the URL-seen test (issue 4)" },
+    { "canon", cmd_canon, "print the canonical form of URLs", NULL },
     { "links", NULL, "print the links extracted from an HTML file", "link extraction (issue 5)" },
     { "robots", NULL, "decide URLs against a robots.txt", "the frontier (issue 6)" },
 };

@@ -210,6 +210,35 @@ static void defaults_print_a_loadable_config(void **state)
     unlink(p);
 }
 
+static void canon_prints_one_line_per_input(void **state)
+{
+    (void)state;
+    result r = run((const char *const[]){ "canon", "--base", "http://a.example/x/y",
+                                          "HTTP://A.EXAMPLE:80/./a/../b?z=1&a=2&utm_source=q#f",
+                                          "../c", "mailto:q@r", "//b.example", NULL });
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.out.data, "http://a.example/b?a=2&z=1\n"
+                                    "http://a.example/c\n"
+                                    "-\tscheme is not http(s)\n"
+                                    "http://b.example/\n");
+    done(&r);
+    r = run((const char *const[]){ "canon", "--", "http://x.example", NULL });
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out.data, "http://x.example/\n");
+    done(&r);
+}
+
+static void canon_policy_comes_from_config(void **state)
+{
+    (void)state;
+    result r = run((const char *const[]){ "canon", "--set", "canon.sort_query=false", "--set",
+                                          "canon.strip_params=[]", "http://a.example/?z=1&utm_x=2&a=3",
+                                          NULL });
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out.data, "http://a.example/?z=1&utm_x=2&a=3\n");
+    done(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +254,8 @@ int main(void)
         cmocka_unit_test(check_config_syntax_only),
         cmocka_unit_test(check_config_missing_file),
         cmocka_unit_test(defaults_print_a_loadable_config),
+        cmocka_unit_test(canon_prints_one_line_per_input),
+        cmocka_unit_test(canon_policy_comes_from_config),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

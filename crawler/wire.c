@@ -1,0 +1,12 @@
+/* crawler/wire: configuration -> module options. */
+#include "wire.h"
+
+void wire_url_policy(const crawl_config *c, url_policy *out)
+{
+    url_policy_defaults(out);
+    out->max_url_bytes = (size_t)c->canon.max_url_bytes;
+    out->strip_params = (const char *const *)c->canon.strip_params.v;
+    out->n_strip_params = c->canon.strip_params.n;
+    out->strip_session_ids = c->canon.strip_session_ids;
+    out->sort_query = c->canon.sort_query;
+}
