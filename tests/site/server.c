@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -361,6 +362,20 @@ out:
 
 /* ---- MHD callbacks ----------------------------------------------------- */
 
+/* MHD's error log, less the complaints about clients that hang up early:
+ * crawlers with body caps do that to oversized pages on purpose. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    if (strstr(fmt, "Failed to send") != NULL || strstr(fmt, "closed by remote") != NULL)
+        return;
+    fputs("testsite: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     (void)cls;
@@ -498,6 +513,7 @@ server *server_start(const site *s, int fd, const char *log_path, int *err)
     srv->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                   MHD_USE_POLL | MHD_USE_ERROR_LOG,
                               0, NULL, NULL, on_request, srv,
+                              MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)NULL,
                               MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
                               MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)NULL,
                               MHD_OPTION_NOTIFY_COMPLETED, on_done, (void *)NULL,
