@@ -106,7 +106,7 @@ static int within_limits(const walk *w, const char *url, const char *t)
 {
     const expect_opts *o = w->o;
     size_t plen = strcspn(t, "?");
-    if (o->max_url_length > 0 && strlen(url) > (size_t)o->max_url_length)
+    if (o->max_url_length > 0 && url != NULL && strlen(url) > (size_t)o->max_url_length)
         return 0;
     if (o->max_path_depth > 0) {
         int slashes = 0;
@@ -169,9 +169,11 @@ static int admit(walk *w, int host, const char *t, int depth, int hop, int any_h
     cr_buf url;
     int rc = 0;
     cr_buf_init(&url, 0);
-    rc = url_of(w, host, t, &url);
-    if (rc != 0)
-        goto out;
+    if (o->scope == EXPECT_PREFIX || o->max_url_length > 0) { /* only then is it needed */
+        rc = url_of(w, host, t, &url);
+        if (rc != 0)
+            goto out;
+    }
     if (!any_host && !in_scope(w, host, url.data))
         goto out;
     if ((o->max_depth >= 0 && depth > o->max_depth) || hop > o->max_redirects ||
@@ -181,8 +183,8 @@ static int admit(walk *w, int host, const char *t, int depth, int hop, int any_h
     if (!site_robots_allowed(w->s, host, t))
         goto out;
     if (o->max_depth < 0 && strncmp(t, "/calendar/", 10) == 0) {
-        rc = fail(w, -E2BIG, "%s: the calendar is endless and only a depth limit stops it "
-                             "(give --max-depth)", url.data);
+        rc = fail(w, -E2BIG, "%s%s: the calendar is endless and only a depth limit stops it "
+                             "(give --max-depth)", site_host_name(w->s, host), t);
         goto out;
     }
     if (w->tcap == 0 || (w->n + 1) * 2 > w->tcap) {

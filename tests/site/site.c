@@ -28,10 +28,13 @@
 
 #include "common/alloc.h"
 
+#define ROBOTS_RULES 6
+
 struct site {
     site_opts o;
     char names[SITE_MAX_HOSTS][8];
     uint64_t mult;              /* Zipf rank -> page permutation, coprime with pages */
+    char rule_norm[ROBOTS_RULES][64]; /* robots.txt patterns, unreserved escapes decoded */
 };
 
 /* ---- options, hosts ---------------------------------------------------- */
@@ -62,12 +65,18 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
     return a;
 }
 
+static int normalize_rules(site *s);
+
 site *site_new(const site_opts *o)
 {
     site *s = cr_calloc(1, sizeof(*s));
     if (s == NULL)
         return NULL;
     s->o = *o;
+    if (normalize_rules(s) != 0) {
+        cr_free(s);
+        return NULL;
+    }
     for (int h = 0; h < o->hosts && h < SITE_MAX_HOSTS; h++) {
         if (h < 26)
             snprintf(s->names[h], sizeof(s->names[h]), "%c.test", 'a' + h);
@@ -795,6 +804,8 @@ static int append_escaped(gen *g, cr_buf *u, const char *p, size_t n, int escape
 {
     int rc = 0;
     int budget = escape ? 3 : 0;
+    if (!escape)
+        return cr_buf_append(u, p, n);
     for (size_t i = 0; i < n && rc == 0; i++) {
         unsigned char c = (unsigned char)p[i];
         int esc = 0;
@@ -953,11 +964,14 @@ static void g_url(gen *g, int th, const char *target, int form)
     g->err = render_url(g, th, target, form, &u);
     if (g->err == 0 && (form & D_SPACES))
         g_puts(g, "  ");
-    for (size_t i = 0; i < u.len && g->err == 0; i++) {
-        if (u.data[i] == '&')
+    for (size_t i = 0; i < u.len && g->err == 0;) {
+        size_t run = strcspn(u.data + i, "&");
+        g_append(g, u.data + i, run);
+        i += run;
+        if (i < u.len) {
             g_puts(g, "&amp;");
-        else
-            g_append(g, &u.data[i], 1);
+            i++;
+        }
     }
     if (g->err == 0 && (form & D_SPACES))
         g_puts(g, "\n ");
@@ -1490,7 +1504,7 @@ typedef struct robots_rule {
     const char *pattern;
 } robots_rule;
 
-static const robots_rule rules[] = {
+static const robots_rule rules[ROBOTS_RULES] = {
     { 1, "/private/public.html" },
     { 0, "/private/" },
     { 0, "/sec3/Article1" },
@@ -1498,6 +1512,23 @@ static const robots_rule rules[] = {
     { 0, "/*9.pdf$" },
     { 0, "/hidden/%62locked.html" },
 };
+
+/* The patterns as compared: percent-encoding of unreserved characters
+ * decoded, the same normalization the targets have. */
+static int normalize_rules(site *s)
+{
+    for (size_t i = 0; i < ROBOTS_RULES; i++) {
+        cr_buf b;
+        cr_buf_init(&b, sizeof(s->rule_norm[i]) - 1);
+        int rc = decode_unreserved(rules[i].pattern, strlen(rules[i].pattern), &b);
+        if (rc == 0)
+            snprintf(s->rule_norm[i], sizeof(s->rule_norm[i]), "%s", b.data);
+        cr_buf_release(&b);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
 
 /* Host kinds: a.test rules, b.test rules + Crawl-delay, c.test robots.txt 404,
  * d.test robots.txt 500, every further host rules. */
@@ -1552,17 +1583,13 @@ int site_robots_allowed(const site *s, int h, const char *target)
         return 1;
     size_t best = 0;
     int allowed = 1;
-    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
-        cr_buf pat;
-        cr_buf_init(&pat, 0);
-        if (decode_unreserved(rules[i].pattern, strlen(rules[i].pattern), &pat) == 0 &&
-            pat.data != NULL && pattern_match(pat.data, target)) {
-            if (pat.len > best || (pat.len == best && rules[i].allow)) {
-                best = pat.len;
-                allowed = rules[i].allow;
-            }
+    for (size_t i = 0; i < ROBOTS_RULES; i++) {
+        const char *pat = s->rule_norm[i];
+        size_t len = strlen(pat);
+        if (pattern_match(pat, target) && (len > best || (len == best && rules[i].allow))) {
+            best = len;
+            allowed = rules[i].allow;
         }
-        cr_buf_release(&pat);
     }
     return allowed;
 }
