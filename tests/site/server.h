@@ -1,0 +1,34 @@
+/* tests/site/server: the test site over HTTP/1.1 on libmicrohttpd.
+ *
+ * One thread per connection (so slow pages only hold their own connection),
+ * on a listening socket the caller bound (127.0.0.1). Every request is routed
+ * by its Host header and the canonical form of its raw request target, and
+ * logged, before its response is queued, as one line of the request log:
+ *
+ *   ms TAB host TAB method TAB target TAB status TAB bytes NL
+ *
+ * ms is the wall-clock time (Unix epoch, milliseconds) when the request line
+ * arrived; host is the Host header lower-cased without its port ("-" when
+ * absent); target is the raw request target as sent (path and query, not
+ * canonicalized); bytes is the size of the body the response carries (0 for
+ * HEAD). Control, space and non-ASCII bytes in host and target are written as
+ * %XX. Lines are appended with one write(2) each under a lock.
+ *
+ * Shared state: the site (immutable), the gzip bomb (immutable), the per-host
+ * /flaky/ counters (atomics) and the log descriptor (under log_lock). */
+#ifndef CRAWLD_TESTSITE_SERVER_H
+#define CRAWLD_TESTSITE_SERVER_H
+
+#include "tests/site/site.h"
+
+typedef struct server server;
+
+/* Starts serving site s on the listening socket fd (the server owns it from
+ * now on, also on failure). log_path may be NULL (no log). NULL with *err set
+ * (negative errno) on failure. Free with server_stop(). */
+server *server_start(const site *s, int fd, const char *log_path, int *err /* OUT */);
+/* Wakes sleeping slow pages, closes every connection, joins the threads and
+ * frees the server. */
+void server_stop(server *srv);
+
+#endif
