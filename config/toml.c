@@ -1,4 +1,4 @@
-/* config/toml: a small, strict TOML 1.0 reader (no datetimes).
+/* config/toml: a small, strict TOML 1.0 reader.
  *
  * One pass of recursive descent over (bytes, len); no I/O. Every byte is
  * looked at by exactly one rule, so UTF-8 and control-character checks in
@@ -37,7 +37,8 @@
  * LF; a UTF-8 byte order mark at the very start is skipped; a key may hold
  * a NUL (from \u0000) and is kept whole, but toml_key_at/toml_get see it
  * only up to the NUL; floats out of double range are errors, underflow is
- * not. No global state: parses may run in parallel threads, and floats are
+ * not; a second of 60 (a leap second, RFC 3339) is accepted on any date,
+ * as no table of leap seconds is kept; years run 0000..9999. No global state: parses may run in parallel threads, and floats are
  * read in the C locale whatever the process locale is (uselocale). */
 #include "config/toml.h"
 
@@ -74,7 +75,7 @@ typedef struct tcont tcont;
 
 struct toml_value {
     union {
-        tstr *str;
+        tstr *str; /* strings; the normalized text of datetimes */
         tcont *cont;
         int64_t i;
         double f;
@@ -983,6 +984,155 @@ static int is_token(unsigned c) { return is_bare(c) || c == '+' || c == '.'; }
 
 static int is_digit(unsigned c) { return c >= '0' && c <= '9'; }
 
+/* -------------------------------------------------------------- datetimes */
+
+static int is_leap(int y) { return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0); }
+
+static int days_in(int y, int m)
+{
+    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && is_leap(y) ? 29 : dm[m - 1];
+}
+
+/* A field of exactly n digits at pos, lo..hi; moves past it. */
+static int dt_field(parser *p, const char *name, int n, int lo, int hi, int *out)
+{
+    char d[48];
+    size_t a = p->pos, b = a;
+    while (b < p->len && is_digit(p->s[b]))
+        b++;
+    if (b == a)
+        return fail(p, a, "expected a %d-digit %s, found %s", n, name,
+                    describe(p, a, d, sizeof d));
+    if (b - a != (size_t)n)
+        return fail(p, a, "%s must have %d digits", name, n);
+    int v = 0;
+    for (size_t i = a; i < b; i++)
+        v = v * 10 + (p->s[i] - '0');
+    if (v < lo || v > hi)
+        return fail(p, a, "%s %0*d out of range (%0*d..%0*d)", name, n, v, n, lo, n, hi);
+    p->pos = b;
+    *out = v;
+    return 0;
+}
+
+static int dt_sep(parser *p, char c, const char *between)
+{
+    char d[48];
+    if (p->pos < p->len && p->s[p->pos] == (unsigned char)c) {
+        p->pos++;
+        return 0;
+    }
+    return fail(p, p->pos, "expected '%c' %s, found %s", c, between,
+                describe(p, p->pos, d, sizeof d));
+}
+
+/* HH:MM:SS[.fraction] at pos, written to sbuf as read (fraction verbatim). */
+static int dt_time(parser *p)
+{
+    char d[48], t[16];
+    int h, m, s;
+    if (dt_field(p, "hour", 2, 0, 23, &h) < 0 || dt_sep(p, ':', "between hour and minute") < 0 ||
+        dt_field(p, "minute", 2, 0, 59, &m) < 0)
+        return -1;
+    if (p->pos >= p->len || p->s[p->pos] != ':')
+        return fail(p, p->pos, "expected ':' and seconds after the minute (TOML 1.0 requires "
+                    "seconds), found %s", describe(p, p->pos, d, sizeof d));
+    p->pos++;
+    if (dt_field(p, "second", 2, 0, 60, &s) < 0) /* 60: a leap second (RFC 3339) */
+        return -1;
+    snprintf(t, sizeof t, "%02d:%02d:%02d", h, m, s);
+    if (put(p, &p->sbuf, t, 8) < 0)
+        return -1;
+    if (p->pos < p->len && p->s[p->pos] == '.') {
+        size_t a = p->pos++;
+        while (p->pos < p->len && is_digit(p->s[p->pos]))
+            p->pos++;
+        if (p->pos == a + 1)
+            return fail(p, p->pos, "expected a digit after '.' in the seconds, found %s",
+                        describe(p, p->pos, d, sizeof d));
+        if (put(p, &p->sbuf, p->s + a, p->pos - a) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Offset date-time, local date-time, local date or local time at pos (the
+ * caller saw digits then '-', or then ':' for a time). The value keeps its text normalized
+ * the way toml-test writes it: 'T' and 'Z' upper case, a space separator
+ * read as 'T', the fraction of a second as written. */
+static int parse_datetime(parser *p, int time_only, toml_value *out)
+{
+    char d[48], t[16];
+    const char *kind;
+    cr_buf_clear(&p->sbuf);
+    if (time_only) {
+        if (dt_time(p) < 0)
+            return -1;
+        out->type = TOML_TIME_LOCAL;
+        kind = "local time";
+    } else {
+        int y, mo, dd;
+        if (dt_field(p, "year", 4, 0, 9999, &y) < 0 || dt_sep(p, '-', "after the year") < 0 ||
+            dt_field(p, "month", 2, 1, 12, &mo) < 0 || dt_sep(p, '-', "after the month") < 0)
+            return -1;
+        size_t at = p->pos;
+        if (dt_field(p, "day", 2, 1, 31, &dd) < 0)
+            return -1;
+        if (dd > days_in(y, mo))
+            return fail(p, at, "day %02d out of range for %04d-%02d (01..%02d)", dd, y, mo,
+                        days_in(y, mo));
+        snprintf(t, sizeof t, "%04d-%02d-%02d", y, mo, dd);
+        if (put(p, &p->sbuf, t, 10) < 0)
+            return -1;
+        unsigned c = p->pos < p->len ? p->s[p->pos] : 0;
+        int timed = c == 'T' || c == 't' ||
+                    (c == ' ' && p->pos + 1 < p->len && is_digit(p->s[p->pos + 1]));
+        if (!timed) {
+            out->type = TOML_DATE_LOCAL;
+            kind = "local date";
+        } else {
+            p->pos++;
+            if (put(p, &p->sbuf, "T", 1) < 0 || dt_time(p) < 0)
+                return -1;
+            c = p->pos < p->len ? p->s[p->pos] : 0;
+            out->type = TOML_DATETIME_LOCAL;
+            kind = "local date-time";
+            if (c == 'Z' || c == 'z') {
+                p->pos++;
+                if (put(p, &p->sbuf, "Z", 1) < 0)
+                    return -1;
+                out->type = TOML_DATETIME;
+            } else if (c == '+' || c == '-') {
+                int oh, om;
+                p->pos++;
+                if (dt_field(p, "offset hour", 2, 0, 23, &oh) < 0 ||
+                    dt_sep(p, ':', "between offset hour and minute") < 0 ||
+                    dt_field(p, "offset minute", 2, 0, 59, &om) < 0)
+                    return -1;
+                snprintf(t, sizeof t, "%c%02d:%02d", (char)c, oh, om);
+                if (put(p, &p->sbuf, t, 6) < 0)
+                    return -1;
+                out->type = TOML_DATETIME;
+            }
+            if (out->type == TOML_DATETIME)
+                kind = "offset date-time";
+        }
+    }
+    if (p->pos < p->len) {
+        unsigned c = p->s[p->pos];
+        if (!(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '#' || c == ',' ||
+              c == ']' || c == '}')) {
+            if (out->type == TOML_TIME_LOCAL && (c == 'Z' || c == 'z' || c == '+' || c == '-'))
+                return fail(p, p->pos, "a local time cannot have an offset");
+            return fail(p, p->pos, "unexpected %s after %s", describe(p, p->pos, d, sizeof d),
+                        kind);
+        }
+    }
+    out->u.str = arena_tstr(p, p->sbuf.data, p->sbuf.len);
+    return out->u.str == NULL ? -1 : 0;
+}
+
 /* Booleans, numbers, inf and nan: one token of [A-Za-z0-9_+.-]. */
 static int parse_word(parser *p, toml_value *out)
 {
@@ -994,13 +1144,13 @@ static int parse_word(parser *p, toml_value *out)
         return fail(p, a, "expected a value, found %s", describe(p, a, d, sizeof d));
     const char *w = (const char *)p->s + a;
     size_t n = b - a;
-    /* datetimes: 1979-05-27..., 07:32:00... */
+    /* digits then '-' or ':' can only start a date or a time */
     size_t nd = 0;
     while (a + nd < p->len && is_digit(p->s[a + nd]))
         nd++;
-    if ((nd == 4 && a + 4 < p->len && p->s[a + 4] == '-') ||
-        (nd == 2 && a + 2 < p->len && p->s[a + 2] == ':'))
-        return fail(p, a, "dates and times are not supported");
+    if (nd > 0 && a + nd < p->len && (p->s[a + nd] == '-' || p->s[a + nd] == ':')) {
+        return parse_datetime(p, p->s[a + nd] == ':', out);
+    }
     p->pos = b;
     if ((n == 4 && memcmp(w, "true", 4) == 0) || (n == 5 && memcmp(w, "false", 5) == 0)) {
         out->type = TOML_BOOL;
@@ -1372,6 +1522,14 @@ const char *toml_type_name(toml_type t)
         return "float";
     case TOML_BOOL:
         return "bool";
+    case TOML_DATETIME:
+        return "datetime";
+    case TOML_DATETIME_LOCAL:
+        return "datetime-local";
+    case TOML_DATE_LOCAL:
+        return "date-local";
+    case TOML_TIME_LOCAL:
+        return "time-local";
     }
     return "unknown";
 }
@@ -1425,6 +1583,17 @@ int64_t toml_int(const toml_value *v) { return v && v->type == TOML_INTEGER ? v-
 double toml_float(const toml_value *v) { return v && v->type == TOML_FLOAT ? v->u.f : 0.0; }
 
 int toml_bool(const toml_value *v) { return v && v->type == TOML_BOOL ? v->u.b : 0; }
+
+static int is_datetime_type(unsigned t)
+{
+    return t == TOML_DATETIME || t == TOML_DATETIME_LOCAL || t == TOML_DATE_LOCAL ||
+           t == TOML_TIME_LOCAL;
+}
+
+const char *toml_datetime(const toml_value *v)
+{
+    return v && is_datetime_type(v->type) ? v->u.str->s : NULL;
+}
 
 void toml_pos(const toml_value *v, int *line, int *col)
 {

@@ -143,6 +143,9 @@ static int same(const toml_value *v, json_t *j, const char *path, char *msg, siz
             ok = (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
         } else if (strcmp(type, "bool") == 0)
             ok = toml_bool(v) == (strcmp(val, "true") == 0);
+        else if (strcmp(type, "datetime") == 0 || strcmp(type, "datetime-local") == 0 ||
+                 strcmp(type, "date-local") == 0 || strcmp(type, "time-local") == 0)
+            ok = toml_datetime(v) != NULL && strcmp(toml_datetime(v), val) == 0;
         else
             ok = 0;
         if (!ok)
@@ -185,22 +188,6 @@ static int same(const toml_value *v, json_t *j, const char *path, char *msg, siz
     return 1;
 }
 
-/* Whether the expected JSON holds a date or time anywhere. */
-static int has_datetime(json_t *j)
-{
-    if (is_tagged(j))
-        return strncmp(json_string_value(json_object_get(j, "type")), "date", 4) == 0 ||
-               strcmp(json_string_value(json_object_get(j, "type")), "time-local") == 0;
-    const char *key;
-    json_t *jv;
-    size_t i;
-    if (json_is_object(j))
-        json_object_foreach(j, key, jv) if (has_datetime(jv)) return 1;
-    if (json_is_array(j))
-        json_array_foreach(j, i, jv) if (has_datetime(jv)) return 1;
-    return 0;
-}
-
 /* ------------------------------------------------------ conformance tests */
 
 static void conformance_valid(void **state)
@@ -211,7 +198,7 @@ static void conformance_valid(void **state)
     pathlist l = {0};
     collect(dir, ".toml", &l);
     qsort(l.v, l.n, sizeof *l.v, cmp_str);
-    int failed = 0, dated = 0;
+    int failed = 0;
     for (size_t i = 0; i < l.n; i++) {
         const char *name = l.v[i] + strlen(dir) + 1;
         size_t tl, jl;
@@ -226,16 +213,7 @@ static void conformance_valid(void **state)
         char msg[600] = "";
         if (t == NULL || j == NULL)
             snprintf(msg, sizeof msg, "cannot read the .toml or its .json");
-        else if (has_datetime(j)) {
-            /* we do not read datetimes: such a document must be refused
-             * with the "not supported" message, not misread */
-            dated++;
-            if (v != NULL)
-                snprintf(msg, sizeof msg, "holds a datetime but was accepted");
-            else if (strstr(err.msg, "dates and times are not supported") == NULL)
-                snprintf(msg, sizeof msg, "holds a datetime, rejected for another reason: "
-                         "%d:%d: %s", err.line, err.col, err.msg);
-        } else if (v == NULL)
+        else if (v == NULL)
             snprintf(msg, sizeof msg, "rejected: %d:%d: %s", err.line, err.col, err.msg);
         else
             same(v, j, "", msg, sizeof msg);
@@ -248,13 +226,11 @@ static void conformance_valid(void **state)
         free(js);
         free(t);
     }
-    print_message("toml valid: %zu cases (%d with datetimes, refused as unsupported), "
-                  "%d failed (from %s)\n", l.n, dated, failed, dir);
+    print_message("toml valid: %zu cases, %d failed (from %s)\n", l.n, failed, dir);
     size_t n = l.n;
     pathlist_free(&l);
     assert_int_equal(failed, 0);
     assert_int_equal(n, 65);
-    assert_int_equal(dated, 3); /* array/array, comment/everywhere, example */
 }
 
 static void conformance_invalid(void **state)
@@ -334,8 +310,29 @@ static const errcase err_cases[] = {
     {"a = [1]\n[[a]]", 0, 2, 3, "cannot append to static array 'a'"},
     {"[a]\nb.c = 1\n[a.b]", 0, 3, 4, "table 'b' already defined at line 2"},
     {"a.b = 1\na.b.c = 2", 0, 2, 3, "key 'b' already defined as integer at line 1"},
-    {"d = 1979-05-27", 0, 1, 5, "dates and times are not supported"},
-    {"t = 07:32:00", 0, 1, 5, "dates and times are not supported"},
+    {"d = 1979-02-29", 0, 1, 13, "day 29 out of range for 1979-02 (01..28)"},
+    {"d = 1979-13-01", 0, 1, 10, "month 13 out of range (01..12)"},
+    {"x = 1\nt = 07:32", 0, 2, 10, "expected ':' and seconds after the minute"},
+    {"d = 1979-05-27T07:32Z", 0, 1, 21, "(TOML 1.0 requires seconds), found 'Z'"},
+    {"d = [1979-05-27T24:00:00]", 0, 1, 17, "hour 24 out of range (00..23)"},
+    {"d = 1979-05-27 07:60:00", 0, 1, 19, "minute 60 out of range (00..59)"},
+    {"d = 1979-05-27T07:32:61", 0, 1, 22, "second 61 out of range (00..60)"},
+    {"d = 1979-05-27T07:32:00+24:00", 0, 1, 25, "offset hour 24 out of range (00..23)"},
+    {"d = 1979-05-27T07:32:00-07:60", 0, 1, 28, "offset minute 60 out of range (00..59)"},
+    {"d = 1979-05-27T07:32:00-0700", 0, 1, 25, "offset hour must have 2 digits"},
+    {"d = 1979-05-27T07:32:00.Z", 0, 1, 25, "expected a digit after '.' in the seconds, found 'Z'"},
+    {"d = 1979-05-27T07:32:00Zx", 0, 1, 25, "unexpected 'x' after offset date-time"},
+    {"d = 1979-05-27T07:32:00.5:", 0, 1, 26, "unexpected ':' after local date-time"},
+    {"d = 1979-05-27X", 0, 1, 15, "unexpected 'X' after local date"},
+    {"d = 1979-05-27T", 0, 1, 16, "expected a 2-digit hour, found end of input"},
+    {"d = 10000-01-01", 0, 1, 5, "year must have 4 digits"},
+    {"d = 1979-5-27", 0, 1, 10, "month must have 2 digits"},
+    {"d = 1979-05-7", 0, 1, 13, "day must have 2 digits"},
+    {"t = 7:32:00", 0, 1, 5, "hour must have 2 digits"},
+    {"t = 07:32:00-07:00", 0, 1, 13, "a local time cannot have an offset"},
+    {"t = 07:32:00 Z", 0, 1, 14, "unexpected 'Z' after value"},
+    {"t = {a = 07:3:00}", 0, 1, 13, "minute must have 2 digits"},
+    {"d = 1979-05-27 7:32:00", 0, 1, 16, "hour must have 2 digits"},
     {"a = 1\rb = 2", 0, 1, 6, "unexpected bare carriage return after value"},
     {BIN("# comment \x01\n"), 1, 11, "control character U+0001 in comment"},
     {BIN("a = \"\xff\""), 1, 6, "invalid UTF-8 byte 0xFF in string"},
@@ -630,6 +627,253 @@ static void api_numbers(void **state)
     toml_free(v);
 }
 
+/* -------------------------------------------------------------- datetimes */
+
+typedef struct dtcase {
+    const char *text; /* as written after "v = " */
+    toml_type type;
+    const char *want; /* toml_datetime() */
+} dtcase;
+
+static const dtcase dt_valid[] = {
+    {"1979-05-27T07:32:00Z", TOML_DATETIME, "1979-05-27T07:32:00Z"},
+    {"1979-05-27T00:32:00-07:00", TOML_DATETIME, "1979-05-27T00:32:00-07:00"},
+    {"1979-05-27T00:32:00.999999-07:00", TOML_DATETIME, "1979-05-27T00:32:00.999999-07:00"},
+    {"1979-05-27 07:32:00Z", TOML_DATETIME, "1979-05-27T07:32:00Z"},
+    {"1979-05-27t07:32:00z", TOML_DATETIME, "1979-05-27T07:32:00Z"},
+    {"1987-07-05 17:45:56.6+08:00", TOML_DATETIME, "1987-07-05T17:45:56.6+08:00"},
+    {"1987-07-05T17:45:56.1234Z", TOML_DATETIME, "1987-07-05T17:45:56.1234Z"},
+    {"1987-07-05T17:45:56.100Z", TOML_DATETIME, "1987-07-05T17:45:56.100Z"},
+    {"2024-01-01T00:00:00-00:00", TOML_DATETIME, "2024-01-01T00:00:00-00:00"},
+    {"2024-01-01T00:00:00+23:59", TOML_DATETIME, "2024-01-01T00:00:00+23:59"},
+    {"2016-12-31T23:59:60Z", TOML_DATETIME, "2016-12-31T23:59:60Z"},
+    {"0000-01-01T00:00:00Z", TOML_DATETIME, "0000-01-01T00:00:00Z"},
+    {"9999-12-31T23:59:59Z", TOML_DATETIME, "9999-12-31T23:59:59Z"},
+    {"1979-05-27T07:32:00", TOML_DATETIME_LOCAL, "1979-05-27T07:32:00"},
+    {"1979-05-27T00:32:00.999999", TOML_DATETIME_LOCAL, "1979-05-27T00:32:00.999999"},
+    {"1979-05-27 07:32:00", TOML_DATETIME_LOCAL, "1979-05-27T07:32:00"},
+    {"1979-05-27t07:32:00.5", TOML_DATETIME_LOCAL, "1979-05-27T07:32:00.5"},
+    {"1979-05-27", TOML_DATE_LOCAL, "1979-05-27"},
+    {"2000-02-29", TOML_DATE_LOCAL, "2000-02-29"},
+    {"2024-02-29", TOML_DATE_LOCAL, "2024-02-29"},
+    {"2023-04-30", TOML_DATE_LOCAL, "2023-04-30"},
+    {"2023-12-31", TOML_DATE_LOCAL, "2023-12-31"},
+    {"07:32:00", TOML_TIME_LOCAL, "07:32:00"},
+    {"00:32:00.999999", TOML_TIME_LOCAL, "00:32:00.999999"},
+    {"23:59:59.123456789012345678", TOML_TIME_LOCAL, "23:59:59.123456789012345678"},
+    {"00:00:00", TOML_TIME_LOCAL, "00:00:00"},
+    {"1979-05-27T07:32:00Z # comment", TOML_DATETIME, "1979-05-27T07:32:00Z"},
+    {"1979-05-27 # a date, then a comment", TOML_DATE_LOCAL, "1979-05-27"},
+    {"1979-05-27\t", TOML_DATE_LOCAL, "1979-05-27"},
+};
+
+/* Each must be rejected; the error points into the value (col >= 5). */
+static const char *const dt_invalid[] = {
+    "2023-02-29",                  /* not a leap year */
+    "1900-02-29",                  /* a century that is not a leap year */
+    "2024-02-30",
+    "2023-04-31",
+    "2023-00-10",
+    "2023-13-10",
+    "2023-01-00",
+    "2023-01-32",
+    "10000-01-01",                 /* 5-digit year */
+    "999-01-01",
+    "2023-1-01",
+    "2023-01-1",
+    "2023-01-01T",                 /* a separator, no time */
+    "2023-01-01t1:00:00",
+    "2023-01-01T24:00:00",
+    "2023-01-01T12:60:00",
+    "2023-01-01T12:00:61",
+    "2023-01-01T12:00",            /* no seconds: TOML 1.0 requires them */
+    "12:00",
+    "2023-01-01T12:00Z",
+    "2023-01-01T12:00:00.",        /* fraction without digits */
+    "2023-01-01T12:00:00.Z",
+    "12:00:00.",
+    "12:00:00..5",
+    "2023-01-01T12:00:00+1:00",
+    "2023-01-01T12:00:00+01",
+    "2023-01-01T12:00:00+0100",
+    "2023-01-01T12:00:00+",
+    "2023-01-01T12:00:00+24:00",
+    "2023-01-01T12:00:00-00:60",
+    "2023-01-01T12:00:00ZZ",       /* trailing garbage */
+    "2023-01-01T12:00:00Z:",
+    "2023-01-01T12:00:00x",
+    "2023-01-01x",
+    "2023-01-01-",
+    "2023-01-0112:00:00",          /* no separator */
+    "2023-01-01_12:00:00",
+    "12:00:00Z",                   /* a local time with an offset */
+    "12:00:00+01:00",
+    "1:00:00",
+    "12:0:00",
+    "12:00:0",
+    "2023/01/01",
+    "+2023-01-01",
+    "2023--01-01",
+    "2023-01-01T12:00:00Z 1",
+    "2023-01-01 12:00:00 x",
+};
+
+static void datetime_valid_values(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof dt_valid / sizeof dt_valid[0]; i++) {
+        const dtcase *c = &dt_valid[i];
+        char doc[128];
+        snprintf(doc, sizeof doc, "v = %s\nafter = 1", c->text);
+        toml_error err;
+        toml_value *v = parse(doc, &err);
+        const toml_value *x = v ? toml_get(v, "v") : NULL;
+        if (v == NULL)
+            print_message("dt_valid[%zu] '%s' rejected: %d:%d: %s\n", i, c->text, err.line,
+                          err.col, err.msg);
+        else if (toml_type_of(x) != c->type || toml_datetime(x) == NULL ||
+                 strcmp(toml_datetime(x), c->want) != 0 ||
+                 toml_int(toml_get(v, "after")) != 1)
+            print_message("dt_valid[%zu] '%s': got %s '%s', want %s '%s'\n", i, c->text,
+                          toml_type_name(toml_type_of(x)),
+                          toml_datetime(x) ? toml_datetime(x) : "(null)",
+                          toml_type_name(c->type), c->want);
+        else {
+            toml_free(v);
+            continue;
+        }
+        failed++;
+        toml_free(v);
+    }
+    assert_int_equal(failed, 0);
+}
+
+static void datetime_invalid_values(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof dt_invalid / sizeof dt_invalid[0]; i++) {
+        char doc[128];
+        snprintf(doc, sizeof doc, "v = %s", dt_invalid[i]);
+        toml_error err;
+        toml_value *v = parse(doc, &err);
+        if (v != NULL || err.line != 1 || err.col < 5 ||
+            (size_t)err.col > strlen(doc) + 1 || err.msg[0] == '\0') {
+            print_message("dt_invalid[%zu] '%s': %s %d:%d '%s'\n", i, dt_invalid[i],
+                          v ? "accepted" : "rejected at", err.line, err.col, err.msg);
+            failed++;
+        }
+        toml_free(v);
+        /* the same inside an array and an inline table */
+        snprintf(doc, sizeof doc, "a = [1979-05-27, %s]", dt_invalid[i]);
+        v = parse(doc, &err);
+        if (v != NULL) {
+            print_message("dt_invalid[%zu] '%s' accepted in an array\n", i, dt_invalid[i]);
+            failed++;
+        }
+        toml_free(v);
+        snprintf(doc, sizeof doc, "t = {v = %s}", dt_invalid[i]);
+        v = parse(doc, &err);
+        if (v != NULL) {
+            print_message("dt_invalid[%zu] '%s' accepted in an inline table\n", i,
+                          dt_invalid[i]);
+            failed++;
+        }
+        toml_free(v);
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* Every day of 400 years (a full Gregorian cycle) and the day after each
+ * month's last: exactly the real calendar dates are accepted. */
+static void datetime_calendar(void **state)
+{
+    (void)state;
+    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    long accepted = 0;
+    for (int y = 1600; y < 2000; y++) {
+        int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        for (int m = 1; m <= 12; m++) {
+            int last = dm[m - 1] + (m == 2 && leap);
+            for (int d = 1; d <= 32; d++) {
+                char doc[64];
+                snprintf(doc, sizeof doc, "d = %04d-%02d-%02d", y, m, d);
+                toml_error err;
+                toml_value *v = parse(doc, &err);
+                if ((v != NULL) != (d <= last))
+                    fail_msg("%s: %s", doc, v ? "accepted" : err.msg);
+                if (v != NULL) {
+                    assert_string_equal(toml_datetime(toml_get(v, "d")), doc + 4);
+                    accepted++;
+                } else
+                    assert_int_equal(err.col, 13);
+                toml_free(v);
+            }
+        }
+    }
+    assert_int_equal(accepted, 400 * 365 + 97); /* 97 leap days per 400 years */
+}
+
+static void datetime_api(void **state)
+{
+    (void)state;
+    /* the new types come after TOML_BOOL: older numbering is unchanged */
+    assert_int_equal(TOML_BOOL, 5);
+    assert_int_equal(TOML_DATETIME, 6);
+    assert_int_equal(TOML_TIME_LOCAL, 9);
+    assert_string_equal(toml_type_name(TOML_DATETIME), "datetime");
+    assert_string_equal(toml_type_name(TOML_DATETIME_LOCAL), "datetime-local");
+    assert_string_equal(toml_type_name(TOML_DATE_LOCAL), "date-local");
+    assert_string_equal(toml_type_name(TOML_TIME_LOCAL), "time-local");
+    toml_error err;
+    toml_value *v = parse("# dates\n"
+                          "odt = 1979-05-27 07:32:00.25-07:00\n"
+                          "[t]\n"
+                          "list = [ 07:32:00 , 1979-05-27,\n"
+                          "  1979-05-27T07:32:00 ]\n"
+                          "in = {d = 2000-02-29, s = \"1979-05-27\"}\n"
+                          "2001-02-03 = 2001-02-03\n",
+                          &err);
+    if (v == NULL)
+        fail_msg("%d:%d: %s", err.line, err.col, err.msg);
+    const toml_value *odt = toml_get(v, "odt");
+    assert_int_equal(toml_type_of(odt), TOML_DATETIME);
+    assert_string_equal(toml_datetime(odt), "1979-05-27T07:32:00.25-07:00");
+    int line, col;
+    toml_pos(odt, &line, &col);
+    assert_int_equal(line, 2);
+    assert_int_equal(col, 1);
+    /* other accessors refuse a datetime; toml_datetime refuses the rest */
+    size_t len = 99;
+    assert_null(toml_string(odt, &len));
+    assert_int_equal(len, 0);
+    assert_int_equal(toml_int(odt), 0);
+    assert_int_equal(toml_count(odt), 0);
+    const toml_value *t = toml_get(v, "t");
+    assert_null(toml_datetime(t));
+    assert_null(toml_datetime(NULL));
+    const toml_value *list = toml_get(t, "list");
+    assert_int_equal(toml_count(list), 3);
+    assert_int_equal(toml_type_of(toml_at(list, 0)), TOML_TIME_LOCAL);
+    assert_int_equal(toml_type_of(toml_at(list, 1)), TOML_DATE_LOCAL);
+    assert_int_equal(toml_type_of(toml_at(list, 2)), TOML_DATETIME_LOCAL);
+    assert_string_equal(toml_datetime(toml_at(list, 2)), "1979-05-27T07:32:00");
+    toml_pos(toml_at(list, 2), &line, &col);
+    assert_int_equal(line, 5);
+    assert_int_equal(col, 3);
+    const toml_value *in = toml_get(t, "in");
+    assert_string_equal(toml_datetime(toml_get(in, "d")), "2000-02-29");
+    assert_int_equal(toml_type_of(toml_get(in, "s")), TOML_STRING);
+    assert_null(toml_datetime(toml_get(in, "s")));
+    /* a bare key that looks like a date stays a key */
+    assert_string_equal(toml_datetime(toml_get(t, "2001-02-03")), "2001-02-03");
+    toml_free(v);
+    /* a duplicate names the first value's type */
+    assert_null(parse("d = 1979-05-27\nd.x = 1", &err));
+    assert_string_equal(err.msg, "key 'd' already defined as date-local at line 1");
+}
+
 /* Shapes TOML 1.0 accepts around table definitions. */
 static void api_table_rules_accept(void **state)
 {
@@ -842,9 +1086,6 @@ static const tdoc must_reject[] = {
     DOC("a = [1, 2,,]"),
     DOC("a = ["),
     DOC("a = [1,"),
-    DOC("a = 1979-05-27"),
-    DOC("a = 07:32:00"),
-    DOC("a = 1979-05-27T07:32:00Z"),
     DOC("a = true false"),
     DOC("a = truee"),
     DOC("a = tru"),
@@ -887,6 +1128,9 @@ static const tdoc must_accept[] = {
     DOC("[a]\n[a.b]\n[a.b.c]\n[a.d]"),
     DOC("a = 0x0\nb = 0o0\nc = 0b0\nd = 0xffff_ffff\ne = -0\nf = +0.0\ng = 1e-0\nh = 1E+00"),
     DOC("[[a]]\n[[a.b]]\n[a.b.c]\n[[a]]\n[[a.b]]\n[a.b.c]"),
+    DOC("a = [1979-05-27,1979-05-27T07:32:00Z]\nb = {c=07:32:00}\nc = [07:32:00]"),
+    DOC("a = 1979-05-27 07:32:00\r\nb = 1979-05-27\r\n"),
+    DOC("1979-05-27 = 1979-05-27\n07 = 1\n'07:32:00' = 07:32:00"),
 };
 
 static void spec_rejections(void **state)
@@ -1165,6 +1409,7 @@ static const char mid_doc[] =
     "k1 = 1\nk2 = 2\nk3 = 3\nk4 = 4\nk5 = 5\nk6 = 6\nk7 = 7\nk8 = 8\nk9 = 9\nk10 = 10\n"
     "k11 = 11\nk12 = 12\nk13 = 13\nk14 = 14\nk15 = 15\nk16 = 16\nk17 = 17\n"
     "ratio = 0.25\n"
+    "when = [1979-05-27T07:32:00.5-07:00, 1979-05-27 07:32:00, 1979-05-27, 07:32:00]\n"
     "big = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,\n"
     "       20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36]\n"
     "esc = \"tab\\there \\u00e9\"\n"
@@ -1253,6 +1498,10 @@ int main(void)
         cmocka_unit_test(api_positions),
         cmocka_unit_test(api_strings),
         cmocka_unit_test(api_numbers),
+        cmocka_unit_test(datetime_valid_values),
+        cmocka_unit_test(datetime_invalid_values),
+        cmocka_unit_test(datetime_calendar),
+        cmocka_unit_test(datetime_api),
         cmocka_unit_test(api_table_rules_accept),
         cmocka_unit_test(spec_rejections),
         cmocka_unit_test(spec_acceptances),

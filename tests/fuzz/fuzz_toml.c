@@ -1,9 +1,11 @@
 /* tests/fuzz/fuzz_toml: parse, check the error or walk the whole tree, free.
  *
  * For an accepted document it also writes the tree back out as TOML (every
- * table inline, every key and string quoted and escaped, floats in %.17g),
- * parses that, and requires the same tree: a cheap oracle that catches
- * values read wrongly, not only crashes. */
+ * table inline, every key and string quoted and escaped, floats in %.17g,
+ * dates and times as their normalized text), parses that, and requires the
+ * same tree: a cheap oracle that catches values read wrongly, not only
+ * crashes. The normalized text of every date and time is also checked
+ * against its shape and ranges here, independently of the reader. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +26,75 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         }                                                                     \
     } while (0)
 
+/* n digits at *s, their value in lo..hi; advances *s. */
+static int num(const char **s, int n, int lo, int hi)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK((*s)[i] >= '0' && (*s)[i] <= '9');
+        v = v * 10 + ((*s)[i] - '0');
+    }
+    CHECK(v >= lo && v <= hi);
+    *s += n;
+    return v;
+}
+
+static void check_date(const char **s)
+{
+    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int y = num(s, 4, 0, 9999);
+    CHECK(*(*s)++ == '-');
+    int m = num(s, 2, 1, 12);
+    CHECK(*(*s)++ == '-');
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    num(s, 2, 1, dm[m - 1] + (m == 2 && leap));
+}
+
+static void check_time(const char **s)
+{
+    num(s, 2, 0, 23);
+    CHECK(*(*s)++ == ':');
+    num(s, 2, 0, 59);
+    CHECK(*(*s)++ == ':');
+    num(s, 2, 0, 60);
+    if (**s == '.') {
+        (*s)++;
+        CHECK(**s >= '0' && **s <= '9');
+        while (**s >= '0' && **s <= '9')
+            (*s)++;
+    }
+}
+
+/* The normalized text of a date or time has exactly its type's shape. */
+static void check_datetime(const toml_value *v)
+{
+    const char *t = toml_datetime(v);
+    CHECK(t != NULL);
+    CHECK(toml_string(v, NULL) == NULL);
+    const char *s = t;
+    toml_type ty = toml_type_of(v);
+    if (ty != TOML_TIME_LOCAL)
+        check_date(&s);
+    if (ty == TOML_DATETIME || ty == TOML_DATETIME_LOCAL) {
+        CHECK(*s++ == 'T');
+        check_time(&s);
+    }
+    if (ty == TOML_TIME_LOCAL)
+        check_time(&s);
+    if (ty == TOML_DATETIME) {
+        if (*s == 'Z')
+            s++;
+        else {
+            CHECK(*s == '+' || *s == '-');
+            s++;
+            num(&s, 2, 0, 23);
+            CHECK(*s++ == ':');
+            num(&s, 2, 0, 59);
+        }
+    }
+    CHECK(*s == '\0');
+}
+
 static unsigned walk(const toml_value *v, int depth)
 {
     CHECK(depth <= TOML_MAX_DEPTH + 1);
@@ -33,7 +104,11 @@ static unsigned walk(const toml_value *v, int depth)
     unsigned sum = 0;
     size_t len;
     const char *s;
-    switch (toml_type_of(v)) {
+    toml_type ty = toml_type_of(v);
+    CHECK((toml_datetime(v) != NULL) ==
+          (ty == TOML_DATETIME || ty == TOML_DATETIME_LOCAL || ty == TOML_DATE_LOCAL ||
+           ty == TOML_TIME_LOCAL));
+    switch (ty) {
     case TOML_TABLE:
         for (size_t i = 0; i < toml_count(v); i++) {
             const char *k = toml_key_at(v, i);
@@ -66,6 +141,13 @@ static unsigned walk(const toml_value *v, int depth)
         break;
     case TOML_BOOL:
         CHECK(toml_bool(v) == 0 || toml_bool(v) == 1);
+        break;
+    case TOML_DATETIME:
+    case TOML_DATETIME_LOCAL:
+    case TOML_DATE_LOCAL:
+    case TOML_TIME_LOCAL:
+        check_datetime(v);
+        sum += (unsigned)strlen(toml_datetime(v));
         break;
     default:
         CHECK(!"unknown type");
@@ -135,6 +217,12 @@ static void emit(cr_buf *b, const toml_value *v)
     case TOML_BOOL:
         cr_buf_puts(b, toml_bool(v) ? "true" : "false");
         break;
+    case TOML_DATETIME:
+    case TOML_DATETIME_LOCAL:
+    case TOML_DATE_LOCAL:
+    case TOML_TIME_LOCAL:
+        cr_buf_puts(b, toml_datetime(v));
+        break;
     }
 }
 
@@ -169,6 +257,11 @@ static int equal(const toml_value *a, const toml_value *b)
         return (isnan(fa) && isnan(fb)) || (fa == fb && signbit(fa) == signbit(fb));
     case TOML_BOOL:
         return toml_bool(a) == toml_bool(b);
+    case TOML_DATETIME:
+    case TOML_DATETIME_LOCAL:
+    case TOML_DATE_LOCAL:
+    case TOML_TIME_LOCAL:
+        return strcmp(toml_datetime(a), toml_datetime(b)) == 0;
     }
     return 0;
 }
