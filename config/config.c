@@ -100,7 +100,7 @@ static const option options[] = {
 
     STR(storage, state_dir, "\"state\"", "folder for the SQLite database and Bloom snapshots"),
     INT(storage, sqlite_cache_mb, 1, 65536, "64", "SQLite page cache"),
-    INT(storage, batch_size, 1, 1000000, "1000", "rows per write transaction at most"),
+    INT(storage, batch_size, 1, 100000, "10000", "operations per SQLite write transaction at most"),
 
     BOOL(archive, warc, "false", "write WARC/1.1 files"),
     STR(archive, dir, "\"warc\"", "folder for WARC files (relative to state_dir)"),
@@ -327,8 +327,8 @@ static int check_value(crawl_config *c, const option *o, const toml_value *v, bo
             const toml_value *e = toml_at(v, i);
             if (toml_type_of(e) != TOML_STRING) {
                 toml_pos(e, &line, &col);
-                return fail(err, name, line, col, "%s must be an array of strings, not of %ss",
-                            what, toml_type_name(toml_type_of(e)));
+                return fail(err, name, line, col, "%s[%zu] must be a string, not %s", what, i,
+                            toml_type_name(toml_type_of(e)));
             }
             int rc = check_string(e, what, name, err);
             if (rc < 0)

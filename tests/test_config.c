@@ -109,7 +109,7 @@ static void wrong_type_is_an_error(void **state)
     expect_error("[crawl]\nseeds = \"http://a/\"\n",
                  "x.toml:2:1: crawl.seeds must be an array of strings, not string");
     expect_error("[crawl]\nseeds = [1]\n",
-                 "x.toml:2:10: crawl.seeds must be an array of strings, not of integers");
+                 "x.toml:2:10: crawl.seeds[0] must be a string, not integer");
     expect_error("crawl = 1\n", "x.toml:1:1: 'crawl' must be a table of options, not integer");
 }
 
