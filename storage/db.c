@@ -15,8 +15,10 @@
  *   it gets the error: nothing is ever reported as stored that was not
  *   committed. The first error is kept (`sticky`) until db_flush() returns it.
  * - A synchronous call waits on a struct waiter on its own stack (a condvar
- *   used with `mu`); its strings are borrowed, not copied, since the caller
- *   waits. Async ops own one allocation (`mem`) holding their strings.
+ *   used with `mu` and a count of its ops not yet done); the writer stores
+ *   each result through out_status/out_id under `mu`. Its strings are
+ *   borrowed, not copied, since the caller waits. Async ops own one
+ *   allocation (`mem`) holding their strings.
  * - `counts` (committed rows per state) and the op/commit counters are
  *   updated by the writer after each COMMIT from the batch's `delta`;
  *   guarded by `mu`.
@@ -45,6 +47,14 @@
 #define APP_ID 0x43724c64 /* "CrLd" in PRAGMA application_id */
 #define BUSY_MS 10000
 #define ERRMSG_MAX 512
+#define WAL_PAGES 16384 /* checkpoint every 64 MiB of WAL (4 KiB pages) */
+
+/* The two frontier indexes leave seen_only rows out (the `crawld dedup`
+ * tool stores millions of them): they cost only the table and the UNIQUE
+ * url index. Every query meant to use these indexes repeats this term
+ * literally, since that is how SQLite matches a partial index. */
+#define INDEXED "state <> 4"
+_Static_assert(DB_STATE_SEEN_ONLY == 4, "INDEXED names the seen_only state");
 
 /* Schema steps: migrations[v] takes a version-v database to v + 1. */
 static const char *const migrations[SCHEMA_VERSION] = {
@@ -66,8 +76,8 @@ static const char *const migrations[SCHEMA_VERSION] = {
     " attempts INTEGER NOT NULL DEFAULT 0,"
     " error TEXT,"
     " content_type TEXT);"
-    "CREATE INDEX urls_state ON urls(state, depth, id);"
-    "CREATE INDEX urls_host_state ON urls(host, state, depth, id);",
+    "CREATE INDEX urls_state ON urls(state, depth, id) WHERE " INDEXED ";"
+    "CREATE INDEX urls_host_state ON urls(host, state, depth, id) WHERE " INDEXED ";",
 };
 
 enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH };
@@ -91,11 +101,10 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_SETSTATE] = "UPDATE urls SET state = ?2 WHERE id = ?1",
 };
 
+/* A caller waiting for `pending` of its ops (on its stack; guarded by mu). */
 struct waiter {
     pthread_cond_t cv; /* used with db.mu */
-    int done;
-    int status;
-    int64_t id;
+    size_t pending;
 };
 
 struct op {
@@ -121,7 +130,9 @@ struct op {
     int attempts;
     db_done_fn cb;
     void *ud;
-    struct waiter *w;
+    struct waiter *w;   /* a waiting caller, or NULL */
+    int *out_status;    /* where the waiting caller wants status and id */
+    int64_t *out_id;
 };
 
 struct db {
@@ -155,7 +166,7 @@ struct db {
 
 enum {
     RST_EXISTS, RST_MAXID, RST_SCAN, RST_Q_SAME, RST_Q_DEEPER, RST_QH_SAME,
-    RST_QH_DEEPER, RST_COUNT_STATE, RST_HOSTS, RST_HOST1, RST_COUNT
+    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_COUNT
 };
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts"
@@ -163,19 +174,18 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_EXISTS] = "SELECT id FROM urls WHERE url = ?1",
     [RST_MAXID] = "SELECT max(id) FROM urls",
     [RST_SCAN] = "SELECT id, url FROM urls WHERE id > ?1 ORDER BY id",
-    [RST_Q_SAME] = "SELECT " ROW_COLS " FROM urls WHERE state = 0 AND depth = ?1"
-                   " AND id > ?2 ORDER BY id",
-    [RST_Q_DEEPER] = "SELECT " ROW_COLS " FROM urls WHERE state = 0 AND depth > ?1"
-                     " ORDER BY depth, id",
-    [RST_QH_SAME] = "SELECT " ROW_COLS " FROM urls WHERE host = ?3 AND state = 0"
-                    " AND depth = ?1 AND id > ?2 ORDER BY id",
-    [RST_QH_DEEPER] = "SELECT " ROW_COLS " FROM urls WHERE host = ?3 AND state = 0"
-                      " AND depth > ?1 ORDER BY depth, id",
-    [RST_COUNT_STATE] = "SELECT state, count(*) FROM urls GROUP BY state",
-    [RST_HOSTS] = "SELECT host, state, count(*) FROM urls GROUP BY host, state"
-                  " ORDER BY host, state",
-    [RST_HOST1] = "SELECT host, state, count(*) FROM urls WHERE host = ?1"
-                  " GROUP BY host, state",
+    [RST_Q_SAME] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"
+                   " AND depth = ?1 AND id > ?2 ORDER BY id",
+    [RST_Q_DEEPER] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"
+                     " AND depth > ?1 ORDER BY depth, id",
+    [RST_QH_SAME] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND host = ?3"
+                    " AND state = 0 AND depth = ?1 AND id > ?2 ORDER BY id",
+    [RST_QH_DEEPER] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND host = ?3"
+                      " AND state = 0 AND depth > ?1 ORDER BY depth, id",
+    [RST_HOSTS] = "SELECT host, state, count(*) FROM urls WHERE " INDEXED
+                  " GROUP BY host, state ORDER BY host, state",
+    [RST_HOST1] = "SELECT host, state, count(*) FROM urls WHERE " INDEXED
+                  " AND host = ?1 GROUP BY host, state",
 };
 
 struct db_reader {
@@ -326,6 +336,35 @@ static int query_int(sqlite3 *c, const char *sql, int64_t *out)
     return rc;
 }
 
+/* Row counts per state from the state index; seen_only rows are not in it,
+ * so they are max(id) minus the rest: ids are 1..N because rows are never
+ * deleted and SQLite gives a new row max(id) + 1. OUT: counts */
+static int count_states(sqlite3 *c, int64_t counts[DB_STATE_COUNT])
+{
+    sqlite3_stmt *s = NULL;
+    int64_t max = 0, sum = 0;
+    int rc;
+
+    memset(counts, 0, sizeof(int64_t) * DB_STATE_COUNT);
+    rc = query_int(c, "SELECT max(id) FROM urls", &max);
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = sqlite3_prepare_v2(c, "SELECT state, count(*) FROM urls WHERE " INDEXED
+                            " GROUP BY state", -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t st = sqlite3_column_int64(s, 0), n = sqlite3_column_int64(s, 1);
+        if (st >= 0 && st < DB_STATE_COUNT)
+            counts[st] = n;
+        sum += n;
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return rc;
+    counts[DB_STATE_SEEN_ONLY] = max - sum;
+    return SQLITE_OK;
+}
+
 /* Reads the schema version of a database that has tables; checks that it
  * is a crawld database. Returns 0 with *version set, or < 0 with err set. */
 static int read_version(sqlite3 *c, const char *path, int64_t *version, char *err,
@@ -464,7 +503,7 @@ static int check_opts(const db_opts *o, db_opts *out, char *err, size_t errlen)
     if (d.cache_mb == 0)
         d.cache_mb = 64;
     if (d.batch_size == 0)
-        d.batch_size = 1000;
+        d.batch_size = 10000;
     if (d.queue_cap == 0)
         d.queue_cap = d.batch_size * 2 > 1024 ? d.batch_size * 2 : 1024;
     if (d.cache_mb < 1 || d.cache_mb > 65536) {
@@ -511,7 +550,7 @@ out:
 static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
 {
     int64_t ntables = 0, version = 0, mode_ok = 0;
-    char sql[128];
+    char sql[256];
     sqlite3_stmt *s = NULL;
     int rc;
 
@@ -547,8 +586,9 @@ static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
     }
     snprintf(sql, sizeof sql,
              "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;"
-             " PRAGMA cache_size = -%d; PRAGMA journal_size_limit = %d;",
-             o->cache_mb * 1024, 64 << 20);
+             " PRAGMA cache_size = -%d; PRAGMA wal_autocheckpoint = %d;"
+             " PRAGMA journal_size_limit = %d;",
+             o->cache_mb * 1024, WAL_PAGES, WAL_PAGES * 4096);
     rc = exec(d->conn, sql, d->path, "setting it up", err, errlen);
     if (rc < 0)
         return rc;
@@ -563,24 +603,15 @@ static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
 /* Resets rows left in flight by a crash and loads the per-state counts. */
 static int recover(db *d, char *err, size_t errlen)
 {
-    sqlite3_stmt *s = NULL;
     int rc;
 
-    rc = exec(d->conn, "UPDATE urls SET state = 0 WHERE state = 1", d->path,
-              "resetting rows left in flight", err, errlen);
+    rc = exec(d->conn, "UPDATE urls SET state = 0 WHERE " INDEXED " AND state = 1",
+              d->path, "resetting rows left in flight", err, errlen);
     if (rc < 0)
         return rc;
     d->recovered = sqlite3_changes64(d->conn);
-    rc = sqlite3_prepare_v2(d->conn, "SELECT state, count(*) FROM urls GROUP BY state",
-                            -1, &s, NULL);
-    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        int64_t st = sqlite3_column_int64(s, 0);
-        if (st >= 0 && st < DB_STATE_COUNT)
-            d->counts[st] = sqlite3_column_int64(s, 1);
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) {
+    rc = count_states(d->conn, d->counts);
+    if (rc != SQLITE_OK) {
         sql_msg(err, errlen, d->path, "counting rows", d->conn, rc);
         return sql_errno(rc);
     }
@@ -705,50 +736,57 @@ static int on_writer(db *d)
     return d->thread_started && pthread_equal(pthread_self(), d->thread);
 }
 
-/* Copies *o into the ring, waiting while it is full. On failure frees o->mem. */
+/* Copies *o into the ring (mu held), waiting while it is full. */
+static int enqueue_locked(db *d, const struct op *o)
+{
+    while (d->count == d->cap && !d->closing)
+        pthread_cond_wait(&d->notfull, &d->mu);
+    if (d->closing)
+        return -ESHUTDOWN;
+    d->ring[(d->head + d->count) % d->cap] = *o;
+    d->count++;
+    pthread_cond_signal(&d->nonempty);
+    return 0;
+}
+
+/* Queues *o without waiting for its result. On failure frees o->mem. */
 static int enqueue(db *d, const struct op *o)
 {
-    int rc = 0;
+    int rc;
 
     if (on_writer(d)) {
         cr_free(o->mem);
         return -EDEADLK;
     }
     pthread_mutex_lock(&d->mu);
-    while (d->count == d->cap && !d->closing)
-        pthread_cond_wait(&d->notfull, &d->mu);
-    if (d->closing) {
-        rc = -ESHUTDOWN;
-        cr_free(o->mem);
-    } else {
-        d->ring[(d->head + d->count) % d->cap] = *o;
-        d->count++;
-        pthread_cond_signal(&d->nonempty);
-    }
+    rc = enqueue_locked(d, o);
     pthread_mutex_unlock(&d->mu);
+    if (rc < 0)
+        cr_free(o->mem);
     return rc;
 }
 
-/* Enqueues o and waits for its result. */
+/* Queues o (whose strings the caller keeps alive) and waits for it. */
 static int enqueue_wait(db *d, struct op *o, int64_t *id)
 {
-    struct waiter w = { .done = 0 };
-    int rc;
+    struct waiter w = { .pending = 0 };
+    int status = 0, rc;
 
+    if (on_writer(d))
+        return -EDEADLK;
     pthread_cond_init(&w.cv, NULL);
     o->w = &w;
-    rc = enqueue(d, o);
-    if (rc == 0) {
-        pthread_mutex_lock(&d->mu);
-        while (!w.done)
-            pthread_cond_wait(&w.cv, &d->mu);
-        pthread_mutex_unlock(&d->mu);
-        rc = w.status;
-        if (id != NULL)
-            *id = w.id;
-    }
+    o->out_status = &status;
+    o->out_id = id;
+    pthread_mutex_lock(&d->mu);
+    rc = enqueue_locked(d, o);
+    if (rc == 0)
+        w.pending = 1;
+    while (w.pending > 0)
+        pthread_cond_wait(&w.cv, &d->mu);
+    pthread_mutex_unlock(&d->mu);
     pthread_cond_destroy(&w.cv);
-    return rc;
+    return rc < 0 ? rc : status;
 }
 
 static int fill_insert(const db_url *u, struct op *o, int copy)
@@ -815,6 +853,49 @@ int db_insert_url_wait(db *d, const db_url *u, int64_t *id)
     if (rc < 0)
         return rc;
     return enqueue_wait(d, &o, id);
+}
+
+int db_insert_urls_wait(db *d, const db_url *u, size_t n, int *status, int64_t *ids)
+{
+    struct waiter w = { .pending = 0 };
+    int rc = 0;
+
+    if (on_writer(d))
+        return -EDEADLK;
+    if (n > 0 && (u == NULL || status == NULL))
+        return -EINVAL;
+    pthread_cond_init(&w.cv, NULL);
+    for (size_t i = 0; i < n; i++) {
+        struct op o;
+        int r = fill_insert(&u[i], &o, 0);
+        if (ids != NULL)
+            ids[i] = 0;
+        if (r < 0) {
+            status[i] = r;
+            continue;
+        }
+        o.w = &w;
+        o.out_status = &status[i];
+        o.out_id = ids != NULL ? &ids[i] : NULL;
+        pthread_mutex_lock(&d->mu);
+        r = enqueue_locked(d, &o);
+        if (r == 0)
+            w.pending++;
+        pthread_mutex_unlock(&d->mu);
+        if (r < 0) {
+            for (size_t j = i; j < n; j++)
+                status[j] = r;
+            rc = r;
+            break;
+        }
+    }
+    /* the queued ops borrow u's strings: wait for all of them, even on error */
+    pthread_mutex_lock(&d->mu);
+    while (w.pending > 0)
+        pthread_cond_wait(&w.cv, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+    pthread_cond_destroy(&w.cv);
+    return rc;
 }
 
 static size_t capped_len(const char *s)
@@ -1102,10 +1183,13 @@ static void finish_batch(db *d, struct op *batch, size_t n, int batch_ok)
             o->status = d->sticky;
             d->sticky = 0;
         }
-        o->w->status = o->status;
-        o->w->id = o->id;
-        o->w->done = 1;
-        pthread_cond_signal(&o->w->cv);
+        if (o->out_status != NULL)
+            *o->out_status = o->status;
+        if (o->out_id != NULL)
+            *o->out_id = o->id;
+        /* after this the caller may return: o->w is not touched again */
+        if (--o->w->pending == 0)
+            pthread_cond_signal(&o->w->cv);
     }
     pthread_mutex_unlock(&d->mu);
     for (size_t i = 0; i < n; i++)
@@ -1361,17 +1445,14 @@ int64_t db_reader_next_queued(db_reader *rd, const db_queued_query *q, db_row_fn
 
 int db_reader_count_by_state(db_reader *rd, int64_t counts[DB_STATE_COUNT])
 {
-    sqlite3_stmt *s = rd->st[RST_COUNT_STATE];
     int rc;
 
-    memset(counts, 0, sizeof(int64_t) * DB_STATE_COUNT);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        int64_t st = sqlite3_column_int64(s, 0);
-        if (st >= 0 && st < DB_STATE_COUNT)
-            counts[st] = sqlite3_column_int64(s, 1);
-    }
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? 0 : sql_errno(rc);
+    /* one read transaction, so max(id) and the counts agree */
+    rc = sqlite3_exec(rd->conn, "BEGIN", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = count_states(rd->conn, counts);
+    sqlite3_exec(rd->conn, "COMMIT", NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : sql_errno(rc);
 }
 
 int64_t db_reader_host_counts(db_reader *rd, const char *host, db_host_fn cb, void *ud)

@@ -5,6 +5,8 @@
  * durable state (one row per URL with its host, depth, state, fetch outcome).
  * Row ids only grow and rows are never deleted, so "every row with id > mark"
  * is exactly what was added after a Bloom snapshot taken at max id = mark.
+ * Rows in state seen_only (what `crawld dedup` stores) are left out of the
+ * frontier indexes, so they are the cheapest to insert.
  *
  * Threads and ownership
  * - db_open() starts ONE writer thread that owns the only write connection.
@@ -13,6 +15,9 @@
  *   arguments into a bounded FIFO queue (blocking while it is full, which
  *   keeps memory bounded) and the writer applies them in queue order, up to
  *   batch_size operations per transaction, never holding one open while idle.
+ * - One FIFO for all callers: an insert is answered after every operation
+ *   queued before it, so a URL still waiting in the queue is already "seen"
+ *   by a later insert of the same URL.
  * - Async results (db_done_fn) are delivered on the writer thread after the
  *   COMMIT that made them durable, in queue order. A callback must be quick
  *   and must not call any db_* function of the same db (those calls return
@@ -65,7 +70,7 @@ enum db_state {
 
 typedef struct db_opts {
     int cache_mb;   /* writer page cache in MiB; 0 = 64 (1..65536) */
-    int batch_size; /* most operations per transaction; 0 = 1000 (1..100000) */
+    int batch_size; /* most operations per transaction; 0 = 10000 (1..100000) */
     int queue_cap;  /* queued operations before producers block;
                        0 = max(1024, 2 * batch_size) (1..1000000) */
 } db_opts;
@@ -128,6 +133,14 @@ int db_insert_url(db *d, const db_url *u, db_done_fn cb, void *ud);
 /* Inserts u and waits for the COMMIT. Returns 1 new, 0 it existed, < 0
  * error. *id (may be NULL) receives the row id. OUT: id */
 int db_insert_url_wait(db *d, const db_url *u, int64_t *id);
+
+/* Inserts u[0..n) in order and waits until all are committed: one wait for
+ * the lot, no copies, answers in input order. status[i] gets 1 new, 0
+ * existed, < 0 error (a bad u[i] is not queued); ids (may be NULL) the row
+ * ids. Returns 0, or < 0 when it had to stop queueing (the statuses of the
+ * rest say so). This is the fast way to ask "which of these are new?".
+ * OUT: status, ids */
+int db_insert_urls_wait(db *d, const db_url *u, size_t n, int *status, int64_t *ids);
 
 /* Queues the outcome of a fetch of row id (all of o's columns are written).
  * A missing row is reported by the next db_flush() as -ENOENT. */
@@ -210,11 +223,13 @@ typedef struct db_queued_query {
  * filtered while scanning: their rows still cost a step each. */
 int64_t db_reader_next_queued(db_reader *rd, const db_queued_query *q, db_row_fn cb, void *ud);
 
-/* Exact row counts per state (a scan of the state index). OUT: counts */
+/* Exact row counts per state: a scan of the state index, which holds every
+ * row but the seen_only ones (those are max(id) minus the rest). OUT: counts */
 int db_reader_count_by_state(db_reader *rd, int64_t counts[DB_STATE_COUNT]);
 
 /* Calls cb once per host (host NULL = every host, in host order; else that
- * host only, if it has rows) with its row counts per state. Returns the
+ * host only, if it has rows) with its row counts per state; seen_only rows
+ * are not counted per host (they are not in the host index). Returns the
  * number of hosts, or < 0; cb's return as above. */
 typedef int (*db_host_fn)(void *ud, const char *host, size_t host_len,
                           const int64_t counts[DB_STATE_COUNT]);

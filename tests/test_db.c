@@ -394,6 +394,44 @@ static void test_insert_sync_new_vs_existing(void **state)
     assert_int_equal(db_close(d), 0);
 }
 
+static void test_insert_batch_wait(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 7, .queue_cap = 16 }; /* n is far above both */
+    db *d = open_ok(f->state, &o);
+    enum { N = 1000 };
+    static char urls[N][64];
+    static db_url u[N];
+    static int status[N];
+    static int64_t ids[N];
+    int64_t first = 0;
+
+    /* even i: a new URL; odd i: the URL of i - 1 again (in the same call) */
+    for (int i = 0; i < N; i++) {
+        make_url(urls[i], sizeof urls[i], 6, i - i % 2);
+        u[i] = url_of(urls[i], "h6.example", 0);
+    }
+    u[10].host = NULL; /* invalid: not queued, the rest goes on */
+    make_url(urls[11], sizeof urls[11], 6, 10); /* so 11 is new */
+    assert_int_equal(db_insert_url_wait(d, &u[500], &first), 1); /* already there */
+    assert_int_equal(db_insert_urls_wait(d, u, N, status, ids), 0);
+    for (int i = 0; i < N; i++) {
+        if (i == 10) {
+            assert_int_equal(status[i], -EINVAL);
+            assert_int_equal(ids[i], 0);
+        } else if (i == 11 || (i % 2 == 0 && i != 500)) {
+            assert_int_equal(status[i], 1);
+        } else {
+            assert_int_equal(status[i], 0);
+            assert_int_equal(ids[i], i == 500 || i == 501 ? first : ids[i - 1]);
+        }
+    }
+    assert_true(ids[2] < ids[4] && ids[4] < ids[998]); /* committed in input order */
+    assert_int_equal(db_insert_urls_wait(d, u, 0, status, NULL), 0);
+    assert_int_equal(db_insert_urls_wait(d, NULL, 3, status, NULL), -EINVAL);
+    assert_int_equal(db_close(d), 0);
+}
+
 typedef struct cb_log {
     int n;
     int status[8];
@@ -650,11 +688,36 @@ static void slot_cb(void *ud, const db_result *r)
     check_answer(sl->s, sl->i, r->status, r->id);
 }
 
+/* Thread 3: db_insert_urls_wait in chunks of 100. */
+static void produce_batches(producer *p)
+{
+    enum { CHUNK = 100 };
+    char urls[CHUNK][64];
+    db_url u[CHUNK];
+    int status[CHUNK];
+    int64_t ids[CHUNK];
+
+    for (int k = 0; k < SPAN; k += CHUNK) {
+        for (int j = 0; j < CHUNK; j++) {
+            make_url(urls[j], sizeof urls[j], 1, p->t * STRIDE + k + j);
+            u[j] = url_of(urls[j], "h1.example", 0);
+        }
+        if (db_insert_urls_wait(p->s->d, u, CHUNK, status, ids) != 0)
+            atomic_fetch_add(&p->s->bad, 1);
+        for (int j = 0; j < CHUNK; j++)
+            check_answer(p->s, p->t * STRIDE + k + j, status[j], ids[j]);
+    }
+}
+
 static void *produce(void *arg)
 {
     producer *p = arg;
     char url[64];
 
+    if (p->t == 3) {
+        produce_batches(p);
+        return NULL;
+    }
     for (int k = 0; k < SPAN; k++) {
         /* odd threads walk their range backwards: more collisions */
         int i = p->t * STRIDE + (p->t % 2 ? SPAN - 1 - k : k);
@@ -983,6 +1046,63 @@ static void test_queued_order(void **state)
     assert_int_equal(db_close(d), 0);
 }
 
+/* seen_only rows (the dedup tool's) stay out of the frontier indexes: they
+ * are counted, never selected as queued, and come back when re-queued. */
+static void test_seen_only_rows(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_reader *rd;
+    int64_t id[8], counts[DB_STATE_COUNT];
+    row_log l = { 0 };
+    host_log hl = { 0 };
+    db_stats st;
+    char url[64];
+
+    for (int i = 0; i < 8; i++) {
+        db_url u = url_of(url, "s.example", 0);
+        make_url(url, sizeof url, 5, i);
+        u.state = i < 3 ? DB_STATE_QUEUED : DB_STATE_SEEN_ONLY;
+        assert_int_equal(db_insert_url_wait(d, &u, &id[i]), 1);
+    }
+    assert_int_equal(db_set_state(d, id[0], DB_STATE_DONE), 0);
+    assert_int_equal(db_flush(d), 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_SEEN_ONLY], 5);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 2);
+    rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_count_by_state(rd, counts), 0);
+    assert_int_equal(counts[DB_STATE_SEEN_ONLY], 5);
+    assert_int_equal(counts[DB_STATE_QUEUED], 2);
+    assert_int_equal(counts[DB_STATE_DONE], 1);
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ .host = "s.example" },
+                                           row_cb, &l), 2);
+    expect_rows(&l, id, (const int[]){ 1, 2 }, 2);
+    assert_int_equal(db_reader_host_counts(rd, NULL, host_cb, &hl), 1);
+    assert_int_equal(hl.counts[0][DB_STATE_QUEUED], 2);
+    assert_int_equal(hl.counts[0][DB_STATE_SEEN_ONLY], 0); /* not per host */
+
+    /* moved to queued: the partial index picks it up */
+    assert_int_equal(db_set_state(d, id[5], DB_STATE_QUEUED), 0);
+    assert_int_equal(db_flush(d), 0);
+    l = (row_log){ 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ 0 }, row_cb, &l), 3);
+    expect_rows(&l, id, (const int[]){ 1, 2, 5 }, 3);
+    assert_int_equal(db_reader_count_by_state(rd, counts), 0);
+    assert_int_equal(counts[DB_STATE_SEEN_ONLY], 4);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+
+    /* counts survive a reopen */
+    d = open_ok(f->state, NULL);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_SEEN_ONLY], 4);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 3);
+    assert_int_equal(st.rows[DB_STATE_DONE], 1);
+    assert_int_equal(db_close(d), 0);
+}
+
 static void test_reader_open_dir(void **state)
 {
     fixture *f = *state;
@@ -1225,6 +1345,7 @@ int main(void)
         T(test_second_open_refused),
         T(test_bad_options),
         T(test_insert_sync_new_vs_existing),
+        T(test_insert_batch_wait),
         T(test_insert_async_callback),
         T(test_batching),
         T(test_batch_size_respected),
@@ -1234,6 +1355,7 @@ int main(void)
         T(test_record_outcome),
         T(test_scan_after),
         T(test_queued_order),
+        T(test_seen_only_rows),
         T(test_reader_open_dir),
         T(test_crash_safety),
         T(test_write_error_reported),
