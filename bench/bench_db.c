@@ -10,12 +10,13 @@
  *        read    N new URLs, then db_reader_exists on each and a full
  *                db_reader_scan_after (the Bloom rebuild), and the time of a
  *                close + reopen (in-flight reset and state counts)
+ *        lookup  the same on the rows DIR already holds (no inserts)
  * Keys are random over 1000 hosts (the worst case for the B-tree indexes),
  * or with BENCH_DB_CLUSTERED set, in runs of 50 per host (crawl-like).
  * Rows are queued (a crawl's), or seen_only with BENCH_DB_SEEN_ONLY set
  * (what `crawld dedup` stores: no frontier index entries).
  * Prints one line: mode, n, batch, threads, seconds, ops/s, commits, and
- * the size of crawld.db. DIR must not exist (or be empty); it is left. */
+ * the size of crawld.db. DIR is created if missing and left in place. */
 #include "storage/db.h"
 
 #include <errno.h>
@@ -262,13 +263,14 @@ int main(int argc, char **argv)
         w0 = written_bytes();
         if (run_sync(d, n, threads, 0) != 0)
             fprintf(stderr, "bench_db: unexpected answers\n");
-    } else if (strcmp(mode, "read") == 0) {
+    } else if (strcmp(mode, "read") == 0 || strcmp(mode, "lookup") == 0) {
         char url[160], host[64];
         uint64_t sum = 0;
         long found = 0;
         db_reader *rd;
         int64_t got;
-        insert_async(d, n);
+        if (strcmp(mode, "read") == 0)
+            insert_async(d, n);
         rd = db_reader_open(d, err, sizeof err);
         if (rd == NULL) {
             fprintf(stderr, "bench_db: %s\n", err);
@@ -308,8 +310,8 @@ int main(int argc, char **argv)
     printf("%-8s %-9s %-9s n=%-8llu batch=%-5d thr=%d %7.2f s %8.0f ops/s %6.1f us-cpu/op"
            " %6.1f KB-written/op commits=%-7lld db=%.0f MB\n",
            mode, clustered ? "clustered" : "random",
-           row_state == DB_STATE_QUEUED ? "queued" : "seen_only", (unsigned long long)n, o.batch_size,
-           threads, t, (double)n / t, (cpu_s() - c0) * 1e6 / (double)n,
+           row_state == DB_STATE_QUEUED ? "queued" : "seen_only", (unsigned long long)n,
+           o.batch_size, threads, t, (double)n / t, (cpu_s() - c0) * 1e6 / (double)n,
            (written_bytes() - w0) / 1024.0 / (double)n, (long long)st.commits,
            stat(path, &sb) == 0 ? (double)sb.st_size / 1048576.0 : 0.0);
     return 0;

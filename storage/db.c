@@ -865,6 +865,9 @@ int db_insert_urls_wait(db *d, const db_url *u, size_t n, int *status, int64_t *
     if (n > 0 && (u == NULL || status == NULL))
         return -EINVAL;
     pthread_cond_init(&w.cv, NULL);
+    /* Held while queueing (released while the queue is full), so an idle
+     * writer takes the whole lot, up to batch_size, in one transaction. */
+    pthread_mutex_lock(&d->mu);
     for (size_t i = 0; i < n; i++) {
         struct op o;
         int r = fill_insert(&u[i], &o, 0);
@@ -877,20 +880,16 @@ int db_insert_urls_wait(db *d, const db_url *u, size_t n, int *status, int64_t *
         o.w = &w;
         o.out_status = &status[i];
         o.out_id = ids != NULL ? &ids[i] : NULL;
-        pthread_mutex_lock(&d->mu);
         r = enqueue_locked(d, &o);
-        if (r == 0)
-            w.pending++;
-        pthread_mutex_unlock(&d->mu);
         if (r < 0) {
             for (size_t j = i; j < n; j++)
                 status[j] = r;
             rc = r;
             break;
         }
+        w.pending++;
     }
     /* the queued ops borrow u's strings: wait for all of them, even on error */
-    pthread_mutex_lock(&d->mu);
     while (w.pending > 0)
         pthread_cond_wait(&w.cv, &d->mu);
     pthread_mutex_unlock(&d->mu);
@@ -1425,7 +1424,8 @@ int64_t db_reader_next_queued(db_reader *rd, const db_queued_query *q, db_row_fn
     int64_t n = 0;
     int rc;
 
-    if (q == NULL || cb == NULL || q->after_depth < 0 || (q->n_exclude > 0 && q->exclude_hosts == NULL))
+    if (q == NULL || cb == NULL || q->after_depth < 0
+        || (q->n_exclude > 0 && q->exclude_hosts == NULL))
         return -EINVAL;
     same = rd->st[q->host ? RST_QH_SAME : RST_Q_SAME];
     deeper = rd->st[q->host ? RST_QH_DEEPER : RST_Q_DEEPER];
