@@ -1341,6 +1341,8 @@ static void header_charset(const char *ct, char *out)
         if (*s != '=')
             continue;
         s++;
+        while (is_ws((unsigned char)*s))
+            s++;
         const char *v = s;
         size_t vlen;
         if (*s == '"') {
