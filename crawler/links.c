@@ -65,9 +65,11 @@
 #define DEF_MAX_ATTRS 256
 #define SNIFF_MAX 1024  /* the HTML spec's prescan window */
 #define LABEL_MAX 48
+#define PRE_NAME 32     /* prescan: attribute name and value kept (truncated) */
+#define PRE_VALUE 256
 #define KIND_MAX 40     /* "link:" + a rel token of at most 32 bytes */
 #define REL_TOKEN_MAX 32
-#define PUSH_MAX (1u << 20) /* bytes per htmlParseChunk call */
+#define BLOCK 16384     /* libxml2 always gets blocks of this size */
 /* libxml2 reads at most 100 bytes as one name (HTML_PARSER_BUFFER_SIZE);
  * the guard assumes a longer run may start a new name every 64 bytes. */
 #define GUARD_NAME_SPLIT 64
@@ -250,6 +252,8 @@ struct links_parser {
     size_t g_run;               /* length of the current name-char run */
 
     char kind[KIND_MAX];
+    size_t blk_len;
+    unsigned char blk[BLOCK];
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -1004,47 +1008,68 @@ static size_t guard_scan(links_parser *p, const unsigned char *s, size_t n, bool
 
 /* ---- feeding libxml2 ------------------------------------------------------ */
 
-static void parse_chunk(links_parser *p, const char *s, size_t n, int terminate)
+/* The block goes to libxml2. Only here does libxml2 run (and call on_start). */
+static void blk_flush(links_parser *p, int terminate)
 {
+    if (p->stopped)
+        return;
     quiet q;
     quiet_begin(&q);
-    while (!p->stopped && (n > 0 || terminate)) {
-        size_t k = n < PUSH_MAX ? n : PUSH_MAX;
-        int last = terminate && k == n;
-        htmlParseChunk(p->ctxt, s, (int)k, last);
+    htmlParseChunk(p->ctxt, (const char *)p->blk, (int)p->blk_len, terminate);
+    p->blk_len = 0;
+    if (!terminate && !p->stopped &&
+        (p->ctxt->disableSAX || p->ctxt->instate == XML_PARSER_EOF))
+        stop(p, LINKS_TRUNC_PARSER);
+    quiet_end(&q);
+}
+
+/* libxml2's push parser gives different results for the same bytes cut at
+ * different places (e.g. "<!-->" ends a comment or not), so it always gets
+ * the same cut: fixed blocks at fixed offsets of the UTF-8 stream. */
+static void blk_put(links_parser *p, const unsigned char *s, size_t n)
+{
+    while (n > 0 && !p->stopped) {
+        size_t k = BLOCK - p->blk_len;
+        if (k > n)
+            k = n;
+        memcpy(p->blk + p->blk_len, s, k);
+        p->blk_len += k;
         s += k;
         n -= k;
-        if (last)
-            break;
-        if (!p->stopped && (p->ctxt->disableSAX || p->ctxt->instate == XML_PARSER_EOF))
-            stop(p, LINKS_TRUNC_PARSER);
+        if (p->blk_len == BLOCK)
+            blk_flush(p, 0);
     }
-    quiet_end(&q);
+}
+
+/* A tag with too many attributes ahead: parse what precedes it, stop. */
+static void guard_stop(links_parser *p)
+{
+    blk_flush(p, 0);
+    stop(p, LINKS_TRUNC_ATTRS);
 }
 
 /* UTF-8 from here on: guard, NUL -> U+FFFD, parse. */
 static void push_utf8(links_parser *p, const unsigned char *s, size_t n)
 {
-    static const char fffd[] = "\xEF\xBF\xBD";
+    static const unsigned char fffd[] = {0xEF, 0xBF, 0xBD};
     while (n > 0 && !p->stopped) {
         bool nul;
         size_t ok = guard_scan(p, s, n, &nul);
-        if (ok > 0)
-            parse_chunk(p, (const char *)s, ok, 0);
+        blk_put(p, s, ok);
         if (ok == n || p->stopped)
             return;
         if (!nul) {
-            stop(p, LINKS_TRUNC_ATTRS);
+            guard_stop(p);
             return;
         }
         p->st.nul_bytes++;
         for (int k = 0; k < 3; k++) {
             if (!guard_char(p, 0x80)) {
-                stop(p, LINKS_TRUNC_ATTRS);
+                guard_stop(p);
                 return;
             }
         }
-        parse_chunk(p, fffd, 3, 0);
+        blk_put(p, fffd, 3);
         s += ok + 1;
         n -= ok + 1;
     }
@@ -1104,6 +1129,8 @@ static void push_iconv(links_parser *p, const unsigned char *s, size_t n)
             size_t r = iconv(p->cd, &in, &inleft, &ob, &oleft);
             int err = r == (size_t)-1 ? errno : 0;
             push_utf8(p, (const unsigned char *)out, (size_t)(ob - out));
+            if (p->stopped)
+                return;
             if (err == 0 || err == E2BIG)
                 continue;
             if (err == EINVAL && inleft <= sizeof p->carry) {
@@ -1138,8 +1165,8 @@ static void push(links_parser *p, const unsigned char *s, size_t n)
 /* "Get an attribute" of the HTML spec's prescan: 1 and name/value (both
  * lowercased, truncated to their buffers), 0 if there is none, -1 at the end
  * of the input (the prescan gives up). */
-static int pre_attr(const unsigned char *s, size_t n, size_t *ip, char *name, char *val,
-                    size_t cap)
+static int pre_attr(const unsigned char *s, size_t n, size_t *ip, char name[PRE_NAME],
+                    char val[PRE_VALUE])
 {
     size_t i = *ip, nl = 0, vl = 0;
     int rc = 1;
@@ -1163,7 +1190,7 @@ static int pre_attr(const unsigned char *s, size_t n, size_t *ip, char *name, ch
             break;
         if (c == '/' || c == '>')
             goto done;
-        if (nl + 1 < cap)
+        if (nl + 1 < PRE_NAME)
             name[nl++] = (char)lower(c);
         i++;
     }
@@ -1182,7 +1209,7 @@ value:
     if (s[i] == '"' || s[i] == '\'') {
         unsigned char q = s[i++];
         while (i < n && s[i] != q) {
-            if (vl + 1 < cap)
+            if (vl + 1 < PRE_VALUE)
                 val[vl++] = (char)lower(s[i]);
             i++;
         }
@@ -1194,7 +1221,7 @@ value:
     if (s[i] == '>')
         goto done;
     while (i < n && !is_ws(s[i]) && s[i] != '>') {
-        if (vl + 1 < cap)
+        if (vl + 1 < PRE_VALUE)
             val[vl++] = (char)lower(s[i]);
         i++;
     }
@@ -1244,7 +1271,7 @@ static void content_charset(const char *v, char *out)
  * s[0..n): an enc_id, or -1. */
 static int prescan(const unsigned char *s, size_t n)
 {
-    char name[32], val[256], cs[LABEL_MAX];
+    char name[PRE_NAME], val[PRE_VALUE], cs[LABEL_MAX];
     size_t i = 0;
     for (; i < n; i++) {
         if (s[i] != '<')
@@ -1267,7 +1294,7 @@ static int prescan(const unsigned char *s, size_t n)
             int need_pragma = -1; /* -1 null, 0 false, 1 true */
             int enc = -1;
             int rc;
-            while ((rc = pre_attr(s, n, &j, name, val, sizeof val)) == 1) {
+            while ((rc = pre_attr(s, n, &j, name, val)) == 1) {
                 if (strcmp(name, "http-equiv") == 0 && !seen_equiv) {
                     seen_equiv = true;
                     if (strcmp(val, "content-type") == 0)
@@ -1304,7 +1331,7 @@ static int prescan(const unsigned char *s, size_t n)
             while (j < n && !is_ws(s[j]) && s[j] != '>')
                 j++;
             int rc;
-            while ((rc = pre_attr(s, n, &j, name, val, sizeof val)) == 1)
+            while ((rc = pre_attr(s, n, &j, name, val)) == 1)
                 ;
             if (rc < 0)
                 return -1;
@@ -1492,6 +1519,7 @@ void links_reset(links_parser *p, const char *content_type)
         iconv_close(p->cd);
     p->cd = (iconv_t)-1;
     p->carry_len = 0;
+    p->blk_len = 0;
     p->finished = false;
     p->stopped = false;
     p->mode = M_UTF8;
@@ -1563,7 +1591,7 @@ int links_finish(links_parser *p)
         while (left > 0 && !p->stopped)
             iconv_skip(p, &in, &left);
     }
-    parse_chunk(p, NULL, 0, 1);
+    blk_flush(p, 1);
     return 0;
 }
 
