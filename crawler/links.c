@@ -3,26 +3,32 @@
  * Pipeline for one page, all in the caller's thread:
  *
  *   links_feed -> [cap max_bytes] -> [sniff: hold the first 1024 bytes]
- *     -> decide the charset once (BOM, header, <meta> prescan, UTF-8)
- *     -> push(): NUL -> U+FFFD, tag guard, htmlParseChunk()
+ *     -> decide the charset once: BOM, header, <meta> prescan, else UTF-8
+ *     -> to UTF-8: as is / ISO-8859-1 by hand / iconv (invalid -> U+FFFD)
+ *     -> push_utf8(): tag guard, NUL -> U+FFFD
+ *     -> blk_put(): 16 KiB blocks -> htmlParseChunk()
  *     -> on_start() (SAX startElement) -> emit() -> caller's callback
  *
  * libxml2 2.9 notes that shaped this (each checked by a test):
  * - The push parser does not sniff a BOM, and with no declared charset it
  *   reads the first non-ASCII byte as ISO-8859-1 for the whole page; a
- *   <meta charset> after that byte is ignored, and an encoding switch in
- *   the middle of a page garbles one character. So we decide the charset
- *   ourselves before the first byte reaches libxml2 (the HTML spec's
- *   sniffing, with the prescan of the first 1024 bytes), install it, and
- *   set HTML_PARSE_IGNORE_ENC. Our default is libxml2's UTF-8 handler, which
- *   passes bytes through: the parser then reads every byte that is not
- *   valid UTF-8 as ISO-8859-1 and goes on, so output is always UTF-8.
+ *   <meta charset> after that byte is ignored, an encoding switch in the
+ *   middle of a page garbles a character, and a byte its iconv converter
+ *   rejects ends the page. So we decide the charset ourselves before the
+ *   first byte reaches libxml2 (the HTML spec's sniffing, with the prescan
+ *   of the first 1024 bytes), convert to UTF-8 ourselves, and libxml2 reads
+ *   UTF-8 through its pass-through handler with HTML_PARSE_IGNORE_ENC.
+ *   Undeclared pages are read as UTF-8; there libxml2 takes a byte that is
+ *   not valid UTF-8 as ISO-8859-1 and goes on, so output is always UTF-8.
+ * - The push parser's result depends on where the input is cut (e.g.
+ *   "<!-->" ends a comment or not), so libxml2 always gets the UTF-8
+ *   stream in blocks of BLOCK bytes at fixed offsets, whatever the chunks
+ *   the caller feeds: the links never depend on the network's chunking.
  * - HTML_PARSE_NOIMPLIED is NOT used: without the implied <html>/<body> the
  *   push parser stops at the end of the first top-level element.
  *   HTML_PARSE_NOBLANKS / COMPACT only matter when building a tree.
  * - A NUL byte ends an attribute value inside libxml2 (the rest is lost), so
- *   NUL is replaced before parsing (U+FFFD in UTF-8 and UTF-16, a space in
- *   legacy charsets) and counted.
+ *   NUL becomes U+FFFD before parsing, as in a browser, and is counted.
  * - Two costs grow faster than the input: htmlParseStartTag compares each
  *   attribute name with all earlier ones of the tag (n^2 per tag), and an
  *   unmatched end tag scans the whole element stack (depth per end tag).
@@ -35,12 +41,12 @@
  *   attributes is handed over.
  * - libxml2's error reports go to a no-op per parser (structured handler on
  *   the context), and around every libxml2 call the thread's generic and
- *   structured handlers are swapped for no-ops (encoding errors are raised
- *   without a context), then restored.
+ *   structured handlers are swapped for no-ops, then restored.
  *
- * Memory: the parser allocates its scratch buffers once in links_new; the
- * libxml2 context is created per page (when the charset is known) and freed
- * at the next reset. libxml2's buffers are bounded by max_bytes. */
+ * Memory: the parser allocates its buffers once in links_new; the libxml2
+ * context (and an iconv descriptor) is created per page, when the charset is
+ * known, and freed at the next reset. libxml2's own buffers hold at most
+ * what it has not parsed yet, bounded by max_bytes. */
 #include "links.h"
 
 #include <errno.h>
@@ -220,8 +226,8 @@ struct links_parser {
     char *agent;                /* NULL or our product token */
     links_cb cb;
     void *ud;
-    char *url;                  /* scratch: max_url + 1 */
-    char *base;                 /* max_url + 1 */
+    char *url;                  /* scratch: 2 * max_url + 1 */
+    char *base;                 /* 2 * max_url + 1 */
 
     /* the page */
     htmlParserCtxtPtr ctxt;     /* NULL until the charset is decided */
@@ -293,38 +299,56 @@ static void trim(const char **s, size_t *n)
         (*n)--;
 }
 
-static bool utf8_valid(const unsigned char *s, size_t n)
+/* Length of the valid UTF-8 sequence at s[0..n), 0 if there is none. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t min, cp;
-        if (c >= 0xC2 && c <= 0xDF) {
-            len = 2, min = 0x80, cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3, min = 0x800, cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4, min = 0x10000, cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (n - i < len)
-            return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t min, cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, min = 0x80, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, min = 0x800, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, min = 0x10000, cp = c & 0x07;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
     }
-    return true;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* Copies s[0..n) to out (room for 2n + 1) as valid UTF-8, NUL-terminated:
+ * a byte that starts no valid sequence is read as ISO-8859-1, as libxml2
+ * reads it everywhere but in entity names, whose bytes it passes through.
+ * Returns the length written. */
+static size_t utf8_copy(char *out, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+    while (i < n) {
+        size_t k = utf8_seq(u + i, n - i);
+        if (k > 0) {
+            memcpy(out + o, u + i, k);
+            o += k;
+            i += k;
+        } else {
+            out[o++] = (char)(0xC0 | (u[i] >> 6));
+            out[o++] = (char)(0x80 | (u[i] & 0x3F));
+            i++;
+        }
+    }
+    out[o] = '\0';
+    return o;
 }
 
 /* Lowercased, trimmed copy of a charset label into out[LABEL_MAX]; "" if it
@@ -413,16 +437,15 @@ static void emit(links_parser *p, const char *kind, links_class cls, int nofollo
         drop(p, LINKS_DROP_TOO_LONG);
         return;
     }
+    n = utf8_copy(p->url, v, n);
+    if (n > p->max_url) {
+        drop(p, LINKS_DROP_TOO_LONG);
+        return;
+    }
     if (p->st.emitted >= p->max_links) {
         drop(p, LINKS_DROP_MAX_LINKS);
         return;
     }
-    if (!utf8_valid((const unsigned char *)v, n)) {
-        drop(p, LINKS_DROP_ENCODING);
-        return;
-    }
-    memcpy(p->url, v, n);
-    p->url[n] = '\0';
     links_link l = {
         .kind = kind,
         .cls = cls,
@@ -571,7 +594,9 @@ static void meta_robots(links_parser *p, const char *s)
 
 /* ---- rel ------------------------------------------------------------------ */
 
-/* The class of a <link> by its rel token; anything not listed is OTHER. */
+/* The class of a <link> by its rel token (HTML's link types, the HTML 4
+ * navigation ones, common icon and preload ones); anything else is OTHER:
+ * preconnect, dns-prefetch, prefetch, prerender, pingback, EditURI, me... */
 static const struct rel_class {
     const char *rel;
     links_class cls;
@@ -584,7 +609,12 @@ static const struct rel_class {
     {"license", LINKS_NAVIGATION},   {"next", LINKS_NAVIGATION},
     {"prev", LINKS_NAVIGATION},      {"previous", LINKS_NAVIGATION},
     {"shortlink", LINKS_NAVIGATION}, {"start", LINKS_NAVIGATION},
-    {"up", LINKS_NAVIGATION},
+    {"up", LINKS_NAVIGATION},        {"search", LINKS_NAVIGATION},
+    {"copyright", LINKS_NAVIGATION}, {"glossary", LINKS_NAVIGATION},
+    {"contents", LINKS_NAVIGATION},  {"toc", LINKS_NAVIGATION},
+    {"chapter", LINKS_NAVIGATION},   {"section", LINKS_NAVIGATION},
+    {"subsection", LINKS_NAVIGATION}, {"appendix", LINKS_NAVIGATION},
+    {"bookmark", LINKS_NAVIGATION},
     {"apple-touch-icon", LINKS_REQUISITE}, {"apple-touch-icon-precomposed", LINKS_REQUISITE},
     {"apple-touch-startup-image", LINKS_REQUISITE}, {"fluid-icon", LINKS_REQUISITE},
     {"icon", LINKS_REQUISITE},       {"manifest", LINKS_REQUISITE},
@@ -747,8 +777,11 @@ static void on_base(links_parser *p, const xmlChar **atts)
     }
     if (n == 0)
         return; /* the document URL stays the base */
-    memcpy(p->base, href, n);
-    p->base[n] = '\0';
+    n = utf8_copy(p->base, href, n);
+    if (n > p->max_url) {
+        drop(p, LINKS_DROP_TOO_LONG);
+        return;
+    }
     p->base_len = n;
     p->base_ok = true;
 }
@@ -1486,8 +1519,8 @@ links_parser *links_new(const links_opts *o, links_cb cb, void *ud)
     p->cb = cb;
     p->ud = ud;
     p->cd = (iconv_t)-1;
-    p->url = cr_malloc(p->max_url + 1);
-    p->base = cr_malloc(p->max_url + 1);
+    p->url = cr_malloc(2 * p->max_url + 1);
+    p->base = cr_malloc(2 * p->max_url + 1);
     if (o->agent != NULL && o->agent[0] != '\0')
         p->agent = cr_strdup(o->agent);
     if (p->url == NULL || p->base == NULL || (o->agent != NULL && o->agent[0] && !p->agent)) {
@@ -1611,7 +1644,7 @@ const char *links_drop_name(int reason)
     static const char *const names[LINKS_DROP__COUNT] = {
         [LINKS_DROP_EMPTY] = "empty",         [LINKS_DROP_DATA] = "data",
         [LINKS_DROP_TOO_LONG] = "too_long",   [LINKS_DROP_MAX_LINKS] = "max_links",
-        [LINKS_DROP_INERT] = "inert",         [LINKS_DROP_ENCODING] = "encoding",
+        [LINKS_DROP_INERT] = "inert",
     };
     if (reason < 0 || reason >= LINKS_DROP__COUNT)
         return "?";

@@ -70,8 +70,8 @@ typedef void (*links_cb)(void *ud, const links_link *l);
 /* Every field 0 (or NULL) means its default. */
 typedef struct links_opts {
     size_t max_links;     /* links emitted per page (10000); more: dropped */
-    size_t max_url;       /* bytes of one URL (8192, at most 1 MiB); longer:
-                             dropped */
+    size_t max_url;       /* bytes of one URL as UTF-8 (8192, at most 1 MiB);
+                             longer: dropped */
     size_t max_bytes;     /* body bytes parsed per page (16 MiB); the rest is
                              ignored, LINKS_TRUNC_BYTES */
     size_t max_depth;     /* open elements (256, as libxml2's tree builder);
@@ -90,7 +90,6 @@ enum links_drop {
     LINKS_DROP_MAX_LINKS, /* past max_links on this page */
     LINKS_DROP_INERT,     /* inside textarea, title, xmp, iframe, noembed,
                              noframes, plaintext: text to a browser */
-    LINKS_DROP_ENCODING,  /* not valid UTF-8 after decoding (never expected) */
     LINKS_DROP__COUNT
 };
 
@@ -145,9 +144,11 @@ void links_free(links_parser *p);
  * only its charset parameter is used. */
 void links_reset(links_parser *p, const char *content_type);
 
-/* Parses the next len bytes of the body; links found are emitted before it
- * returns. 0, -EFBIG when max_bytes is passed (the bytes past it are ignored;
- * call links_finish as usual), -ENOMEM when libxml2 could not set up, -EINVAL
+/* Parses the next len bytes of the body. Links come out (through the
+ * callback, from inside this call) as libxml2 reaches them: it gets the body
+ * in 16 KiB blocks, so a link may wait for later feeds or links_finish.
+ * 0, -EFBIG when max_bytes is passed (the bytes past it are ignored; call
+ * links_finish as usual), -ENOMEM when libxml2 could not set up, -EINVAL
  * after links_finish. Once a cap stops the page, more input is only counted. */
 int links_feed(links_parser *p, const char *chunk, size_t len);
 
@@ -163,8 +164,8 @@ const char *links_base(const links_parser *p, size_t *len);
 unsigned links_robots(const links_parser *p);
 void links_stats_get(const links_parser *p, links_stats *out /* OUT */);
 
-/* Short names for reports: "empty", "data", "too_long", "max_links", "inert",
- * "encoding"; "bytes", "depth", "attrs", "parser", "nomem" for one trunc bit;
+/* Short names for reports: "empty", "data", "too_long", "max_links", "inert";
+ * "bytes", "depth", "attrs", "parser", "nomem" for one trunc bit;
  * "?" for anything else. */
 const char *links_drop_name(int reason);
 const char *links_trunc_name(unsigned bit);
