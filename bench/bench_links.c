@@ -1,6 +1,6 @@
 /* bench/bench_links: link extraction throughput of crawler/links.
  *
- * usage: bench_links [-r ROUNDS] [-c CHUNK] LISTFILE
+ * usage: bench_links [-r ROUNDS] [-c CHUNK] [-l MAX_LINKS] LISTFILE
  * LISTFILE names one HTML file per line. All files are read into memory
  * first; then each round parses every file as a page (links_reset with
  * "text/html", CHUNK-byte feeds as from the network, links_finish) with one
@@ -81,17 +81,20 @@ int main(int argc, char **argv)
 {
     int rounds = 5;
     size_t chunk = 16384;
+    links_opts o = {0};
     const char *list = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-r") == 0 && i + 1 < argc)
             rounds = (int)strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
             chunk = (size_t)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "-l") == 0 && i + 1 < argc)
+            o.max_links = (size_t)strtoul(argv[++i], NULL, 10);
         else
             list = argv[i];
     }
     if (list == NULL || rounds < 1 || rounds > 100 || chunk == 0) {
-        fprintf(stderr, "usage: bench_links [-r ROUNDS] [-c CHUNK] LISTFILE\n");
+        fprintf(stderr, "usage: bench_links [-r ROUNDS] [-c CHUNK] [-l MAX_LINKS] LISTFILE\n");
         return 2;
     }
     FILE *lf = fopen(list, "r");
@@ -126,7 +129,7 @@ int main(int argc, char **argv)
 
     xmlInitParser();
     uint64_t links = 0;
-    links_parser *p = links_new(NULL, count_link, &links);
+    links_parser *p = links_new(&o, count_link, &links);
     if (p == NULL)
         return 1;
     double cpu[100], wall[100];

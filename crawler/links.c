@@ -888,21 +888,29 @@ static void on_start(void *ud, const xmlChar *name, const xmlChar **atts)
 
 /* ---- the tag guard -------------------------------------------------------- */
 
-static bool g_blank(unsigned c) /* libxml2's IS_BLANK_CH: no form feed */
-{
-    return c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D;
-}
+/* Character classes of libxml2's start-tag syntax, for c < 0x100. */
+enum { C_BLANK = 1, C_NAMESTART = 2, C_NAMECHAR = 4 };
+#define NS (C_NAMESTART | C_NAMECHAR)
+static const unsigned char gclass[256] = {
+    ['\t'] = C_BLANK, ['\n'] = C_BLANK, ['\r'] = C_BLANK, [' '] = C_BLANK, /* no \f */
+    ['-'] = C_NAMECHAR, ['.'] = NS, [':'] = NS, ['_'] = NS,
+    ['0'] = C_NAMECHAR, ['1'] = C_NAMECHAR, ['2'] = C_NAMECHAR, ['3'] = C_NAMECHAR,
+    ['4'] = C_NAMECHAR, ['5'] = C_NAMECHAR, ['6'] = C_NAMECHAR, ['7'] = C_NAMECHAR,
+    ['8'] = C_NAMECHAR, ['9'] = C_NAMECHAR,
+    ['A'] = NS, ['B'] = NS, ['C'] = NS, ['D'] = NS, ['E'] = NS, ['F'] = NS, ['G'] = NS,
+    ['H'] = NS, ['I'] = NS, ['J'] = NS, ['K'] = NS, ['L'] = NS, ['M'] = NS, ['N'] = NS,
+    ['O'] = NS, ['P'] = NS, ['Q'] = NS, ['R'] = NS, ['S'] = NS, ['T'] = NS, ['U'] = NS,
+    ['V'] = NS, ['W'] = NS, ['X'] = NS, ['Y'] = NS, ['Z'] = NS,
+    ['a'] = NS, ['b'] = NS, ['c'] = NS, ['d'] = NS, ['e'] = NS, ['f'] = NS, ['g'] = NS,
+    ['h'] = NS, ['i'] = NS, ['j'] = NS, ['k'] = NS, ['l'] = NS, ['m'] = NS, ['n'] = NS,
+    ['o'] = NS, ['p'] = NS, ['q'] = NS, ['r'] = NS, ['s'] = NS, ['t'] = NS, ['u'] = NS,
+    ['v'] = NS, ['w'] = NS, ['x'] = NS, ['y'] = NS, ['z'] = NS,
+};
+#undef NS
 
-static bool g_namestart(unsigned c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
-           c == '.';
-}
-
-static bool g_namechar(unsigned c)
-{
-    return g_namestart(c) || (c >= '0' && c <= '9') || c == '-';
-}
+static bool g_blank(unsigned c) { return gclass[c & 0xFF] & C_BLANK; } /* IS_BLANK_CH */
+static bool g_namestart(unsigned c) { return gclass[c & 0xFF] & C_NAMESTART; }
+static bool g_namechar(unsigned c) { return gclass[c & 0xFF] & C_NAMECHAR; }
 
 /* One step of one reading; -1 when its tag ends. *k counts attributes. */
 static int g_step(int s, unsigned c, uint32_t *k)
@@ -1005,28 +1013,112 @@ static bool guard_char(links_parser *p, unsigned c)
     return worst <= p->max_attrs;
 }
 
-/* Runs the guard over s[0..n) (an ASCII-compatible charset): returns how
- * many bytes are safe, n if all; stops early at a NUL byte too. */
+/* With one reading active and no '<' just before: runs it from s[i], as
+ * guard_char would char by char but skipping in bulk what cannot change its
+ * state, up to a '<' or NUL (guard_char handles those: a tag may start
+ * there), the end of its tag or of the input. Returns where it stopped;
+ * *over (OUT): at that byte the tag got more than max_attrs attributes. */
+static size_t guard_run1(links_parser *p, const unsigned char *s, size_t i, size_t n,
+                         bool *over)
+{
+    int st = __builtin_ctz(p->g_mask);
+    uint32_t k = p->g_cnt[st];
+    size_t run = p->g_run;
+    *over = false;
+    while (i < n) {
+        switch (st) {
+        case G_DQ:
+        case G_SQ: {
+            unsigned char q = st == G_DQ ? '"' : '\'';
+            while (i < n && s[i] != q && s[i] != '<' && s[i] != 0)
+                i++;
+            run = 0;
+            break;
+        }
+        case G_UVAL:
+        case G_BOGUS:
+            while (i < n && !g_blank(s[i]) && s[i] != '>' && s[i] != '<' && s[i] != 0)
+                i++;
+            run = 0;
+            break;
+        case G_TNAME:
+        case G_ANAME: {
+            /* libxml2 cuts a name every GUARD_NAME_SPLIT characters of a
+             * run: a cut at the character that makes the run r, for every
+             * r > 1 with (r - 1) % GUARD_NAME_SPLIT == 0 */
+            size_t j = i;
+            while (j < n && g_namechar(s[j]))
+                j++;
+            size_t cut = (run - 1) / GUARD_NAME_SPLIT; /* cuts so far; run >= 1 */
+            size_t cuts = (run + (j - i) - 1) / GUARD_NAME_SPLIT - cut;
+            if (cuts > 0) {
+                if (cuts > p->max_attrs - k) { /* where the count passes the cap */
+                    size_t r = (cut + (p->max_attrs - k) + 1) * GUARD_NAME_SPLIT + 1;
+                    *over = true;
+                    return i + (r - run - 1);
+                }
+                k += (uint32_t)cuts;
+                st = G_ANAME;
+            }
+            run += j - i;
+            i = j;
+            break;
+        }
+        default: /* G_BEFORE, G_AFTERNAME, G_BEFOREVAL */
+            while (i < n && g_blank(s[i]))
+                i++;
+            run = 0;
+            break;
+        }
+        if (i >= n)
+            break;
+        unsigned c = s[i];
+        if (c == '<' || c == 0)
+            break;
+        if (c >= 0x80)
+            c = 0x80;
+        run = g_namechar(c) ? run + 1 : 0; /* a name's first char: no cut */
+        st = g_step(st, c, &k);
+        if (k > p->max_attrs) {
+            *over = true;
+            return i;
+        }
+        i++;
+        if (st < 0) { /* the tag ended */
+            p->g_mask = 0;
+            p->g_run = run;
+            p->g_lt = false;
+            return i;
+        }
+    }
+    p->g_mask = 1u << st;
+    p->g_cnt[st] = k;
+    p->g_run = run;
+    p->g_lt = false;
+    return i;
+}
+
+/* Runs the guard over the UTF-8 s[0..n): returns how many bytes are safe,
+ * n if all; stops early at a NUL byte too (*nul, OUT). */
 static size_t guard_scan(links_parser *p, const unsigned char *s, size_t n, bool *nul)
 {
     size_t i = 0;
     *nul = false;
     while (i < n) {
-        if (p->g_mask == 0 && !p->g_lt) {
-            while (i < n && s[i] != '<' && s[i] != 0)
-                i++;
-            if (i >= n)
-                break;
-        } else if (p->g_mask == (1u << G_DQ) || p->g_mask == (1u << G_SQ)) {
-            unsigned char q = p->g_mask == (1u << G_DQ) ? '"' : '\'';
-            if (!p->g_lt) {
-                while (i < n && s[i] != q && s[i] != '<' && s[i] != 0)
-                    i++;
-                if (i >= n)
-                    break;
-                p->g_run = 0; /* no reading is inside a name */
-            }
+        unsigned m = p->g_mask;
+        if (!p->g_lt && m == 0) { /* text: to the next '<' */
+            const unsigned char *lt = memchr(s + i, '<', n - i);
+            size_t end = lt != NULL ? (size_t)(lt - s) : n;
+            const unsigned char *z = memchr(s + i, 0, end - i);
+            i = z != NULL ? (size_t)(z - s) : end;
+        } else if (!p->g_lt && (m & (m - 1)) == 0) {
+            bool over;
+            i = guard_run1(p, s, i, n, &over);
+            if (over)
+                return i;
         }
+        if (i >= n)
+            break;
         unsigned char c = s[i];
         if (c == 0) {
             *nul = true;
