@@ -54,11 +54,14 @@ typedef enum links_class {
 } links_class;
 
 typedef struct links_link {
-    const char *kind;     /* "a", "area", "link:canonical", "img", "iframe",
-                             "meta-refresh", ...: see the table in links.c */
+    const char *kind;     /* a, area, frame, iframe, img, script, source,
+                             video, audio, track, embed, object, form,
+                             meta-refresh, link:REL (REL: the rel token that
+                             names the link's type, lowercase) or link */
     links_class cls;
     int nofollow;         /* rel had the token nofollow (a, area, link) */
-    const char *url;      /* raw URL, UTF-8, NUL-terminated, never empty */
+    const char *url;      /* raw URL, UTF-8, NUL-terminated, never empty;
+                             inner whitespace kept, data: URLs never */
     size_t url_len;
     const char *base;     /* first <base href> so far (raw), or NULL */
     size_t base_len;
@@ -98,8 +101,8 @@ enum links_trunc {
     LINKS_TRUNC_BYTES = 1 << 0,  /* more than max_bytes were fed */
     LINKS_TRUNC_DEPTH = 1 << 1,  /* more than max_depth open elements */
     LINKS_TRUNC_ATTRS = 1 << 2,  /* a tag with more than max_attrs attributes */
-    LINKS_TRUNC_PARSER = 1 << 3, /* libxml2 stopped by itself (e.g. bytes
-                                    invalid in the declared charset) */
+    LINKS_TRUNC_PARSER = 1 << 3, /* libxml2 stopped by itself (a safety
+                                    net: not seen in tests or fuzzing) */
     LINKS_TRUNC_NOMEM = 1 << 4   /* libxml2 could not allocate its context */
 };
 
@@ -156,8 +159,8 @@ int links_feed(links_parser *p, const char *chunk, size_t len);
  * the end still yields its links). 0, -ENOMEM, -EINVAL if already finished. */
 int links_finish(links_parser *p);
 
-/* The first <base href> (raw, NUL-terminated), or NULL if there was none or
- * it was too long. *len (OUT, may be NULL) gets its length. Valid until the
+/* The first <base href> (raw, NUL-terminated), or NULL if there was none
+ * (or it was empty or too long: the document URL is the base). *len (OUT, may be NULL) gets its length. Valid until the
  * next links_reset. */
 const char *links_base(const links_parser *p, size_t *len);
 /* LINKS_ROBOTS_* bits seen so far on this page. */
@@ -169,7 +172,7 @@ void links_stats_get(const links_parser *p, links_stats *out /* OUT */);
  * "?" for anything else. */
 const char *links_drop_name(int reason);
 const char *links_trunc_name(unsigned bit);
-/* "a", ... as given to the callback; "navigation", "requisite", "other". */
+/* "navigation", "requisite", "other". */
 const char *links_class_name(links_class c);
 
 #endif
