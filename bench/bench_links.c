@@ -4,8 +4,13 @@
  * LISTFILE names one HTML file per line. All files are read into memory
  * first; then each round parses every file as a page (links_reset with
  * "text/html", CHUNK-byte feeds as from the network, links_finish) with one
- * reused parser. Prints one line per round and a last line
+ * reused parser, and then measures the floor: libxml2's HTML push parser
+ * alone on the same pages and chunks (UTF-8, a startElement that only
+ * counts), so that the module's own cost shows as the difference; the two
+ * alternate, so that a change in the machine's load hits both. Prints a
+ * line per round and two last lines
  *     RESULT bytes=B links=L cpu_median=S wall_median=S
+ *     FLOOR bytes=B elements=E cpu_median=S wall_median=S
  * Times are process CPU seconds (the machine may be shared) and wall. */
 #include <errno.h>
 #include <stdint.h>
@@ -14,7 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <libxml/HTMLparser.h>
 #include <libxml/parser.h>
+#include <libxml/parserInternals.h>
 
 #include "crawler/links.h"
 
@@ -27,6 +34,34 @@ static void count_link(void *ud, const links_link *l)
 {
     (void)l;
     (*(uint64_t *)ud)++;
+}
+
+static void count_element(void *ud, const xmlChar *name, const xmlChar **atts)
+{
+    (void)name;
+    (void)atts;
+    (*(uint64_t *)ud)++;
+}
+
+/* The floor: one page through libxml2 alone, as crawler/links drives it. */
+static void bare_page(const page *pg, size_t chunk, uint64_t *elements)
+{
+    htmlSAXHandler sax;
+    memset(&sax, 0, sizeof sax);
+    sax.startElement = count_element;
+    htmlParserCtxtPtr c = htmlCreatePushParserCtxt(&sax, elements, NULL, 0, NULL,
+                                                   XML_CHAR_ENCODING_NONE);
+    if (c == NULL)
+        return;
+    htmlCtxtUseOptions(c, HTML_PARSE_RECOVER | HTML_PARSE_NONET | HTML_PARSE_NOERROR |
+                              HTML_PARSE_NOWARNING | HTML_PARSE_IGNORE_ENC);
+    xmlSwitchToEncoding(c, xmlFindCharEncodingHandler("UTF-8"));
+    for (size_t off = 0; off < pg->len; off += chunk) {
+        size_t k = pg->len - off < chunk ? pg->len - off : chunk;
+        htmlParseChunk(c, pg->data + off, (int)k, 0);
+    }
+    htmlParseChunk(c, NULL, 0, 1);
+    htmlFreeParserCtxt(c);
 }
 
 static double now(clockid_t c)
@@ -132,8 +167,8 @@ int main(int argc, char **argv)
     links_parser *p = links_new(&o, count_link, &links);
     if (p == NULL)
         return 1;
-    double cpu[100], wall[100];
-    uint64_t round_links = 0;
+    double cpu[100], wall[100], fcpu[100], fwall[100];
+    uint64_t round_links = 0, elements = 0;
     for (int r = 0; r < rounds; r++) {
         links = 0;
         double c0 = now(CLOCK_PROCESS_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC);
@@ -148,13 +183,25 @@ int main(int argc, char **argv)
         cpu[r] = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
         wall[r] = now(CLOCK_MONOTONIC) - w0;
         round_links = links;
-        printf("round %d: %zu pages, %llu bytes, %llu links, cpu %.3f s, wall %.3f s\n", r + 1,
-               npages, (unsigned long long)bytes, (unsigned long long)links, cpu[r], wall[r]);
+
+        elements = 0;
+        c0 = now(CLOCK_PROCESS_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC);
+        for (size_t i = 0; i < npages; i++)
+            bare_page(&pages[i], chunk, &elements);
+        fcpu[r] = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        fwall[r] = now(CLOCK_MONOTONIC) - w0;
+        printf("round %d: %zu pages, %llu bytes: %llu links, cpu %.3f s, wall %.3f s; "
+               "floor: %llu elements, cpu %.3f s, wall %.3f s\n",
+               r + 1, npages, (unsigned long long)bytes, (unsigned long long)links, cpu[r],
+               wall[r], (unsigned long long)elements, fcpu[r], fwall[r]);
     }
     links_free(p);
     printf("RESULT bytes=%llu links=%llu cpu_median=%.6f wall_median=%.6f\n",
            (unsigned long long)bytes, (unsigned long long)round_links, median(cpu, rounds),
            median(wall, rounds));
+    printf("FLOOR bytes=%llu elements=%llu cpu_median=%.6f wall_median=%.6f\n",
+           (unsigned long long)bytes, (unsigned long long)elements, median(fcpu, rounds),
+           median(fwall, rounds));
     for (size_t i = 0; i < npages; i++)
         free(pages[i].data);
     free(pages);

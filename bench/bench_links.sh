@@ -9,6 +9,8 @@
 # collects the same kinds of URLs (a/area/link href, img/source srcset, ...);
 # crawld's per-page link cap is lifted (-l) so that all of them count.
 # Rates use process CPU time (the machine may be shared), medians of ROUNDS.
+# A last row gives the floor: libxml2's push parser alone on the same input
+# (measured by bench_links in rounds alternating with crawld's).
 # Installs python3-doc and python3-lxml with apt-get when missing (as root).
 # env: B (build dir, from `make bench`), ROUNDS (default 5), HTML_DIR,
 # PYTHON (default /usr/bin/python3: Debian's, where python3-lxml installs).
@@ -45,7 +47,8 @@ find -L "$HTML_DIR" -name '*.html' -type f | LC_ALL=C sort >"$tmp/list"
 [ -s "$tmp/list" ] || { echo "bench_links: no HTML under $HTML_DIR"; exit 1; }
 
 "$BIN" -r "$ROUNDS" -l 1000000 "$tmp/list" >"$tmp/c.out" || { cat "$tmp/c.out"; exit 1; }
-sed 's/^/  /' "$tmp/c.out" | grep -v RESULT
+sed 's/^/  /' "$tmp/c.out" | grep -v -e RESULT -e FLOOR
+grep FLOOR "$tmp/c.out" | sed 's/^FLOOR/RESULT/' >"$tmp/floor.out"
 "$PY" -c 'import lxml.etree as e, sys; print("  python %s, lxml %s on libxml2 %s" % (sys.version.split()[0], e.__version__, ".".join(map(str, e.LIBXML_VERSION))))'
 
 cat >"$tmp/peers.py" <<'EOF'
@@ -160,7 +163,7 @@ tmp, pages, rounds = sys.argv[1], sys.argv[2], sys.argv[3]
 def res(name):
     line = [l for l in open('%s/%s.out' % (tmp, name)) if l.startswith('RESULT')][-1]
     d = dict(kv.split('=') for kv in line.split()[1:])
-    return int(d['bytes']), int(d['links']), float(d['cpu_median'])
+    return int(d['bytes']), int(d.get('links', 0)), float(d['cpu_median'])
 rows = [('crawld crawler/links (C, libxml2 SAX push)', 'c'),
         ('lxml HTMLParser target (Python, libxml2 SAX)', 'lxml_target'),
         ('lxml.html + iterlinks (Python, libxml2 tree)', 'lxml_tree'),
@@ -176,4 +179,7 @@ for label, name in rows:
     b, l, t = res(name)
     mbps = b / t / 1e6
     print('| %s | %.1f | %.0f | %d | %.2fx |' % (label, mbps, l / t, l, base_mbps / mbps))
+fb, _, ft = res('floor')
+print('| (floor: libxml2 push parser alone, no-op SAX, C) | %.1f | - | - | %.2fx |'
+      % (fb / ft / 1e6, base_mbps / (fb / ft / 1e6)))
 EOF
