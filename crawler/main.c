@@ -25,7 +25,7 @@ static const command commands[] = {
     { "check-config", cmd_check_config, "validate a configuration and print the effective one",
       NULL },
     { "canon", cmd_canon, "print the canonical form of URLs", NULL },
-    { "links", NULL, "print the links extracted from an HTML file", "link extraction (issue 5)" },
+    { "links", cmd_links, "print the links extracted from an HTML file", NULL },
     { "robots", NULL, "decide URLs against a robots.txt", "the frontier (issue 6)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

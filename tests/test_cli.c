@@ -239,6 +239,35 @@ static void canon_policy_comes_from_config(void **state)
     done(&r);
 }
 
+static void links_prints_kind_and_canonical_url(void **state)
+{
+    (void)state;
+    const char *html = "<html><head><base href=\"/d/\"></head><body>"
+                       "<a href=\"x.html#f\">x</a><img srcset=\"a.png 1x, b.png 2x\">"
+                       "<a href=\"mailto:q\">m</a>"
+                       "<link rel=\"stylesheet\" href=\"//cdn.example/s.css\">"
+                       "<a href=\"?utm_source=x&amp;b=2&amp;a=1\">q</a></body></html>";
+    const char *p = proc_temp_file(0, html, strlen(html));
+    result r = run((const char *const[]){ "links", "--base", "http://Example.com/p/q.html", p,
+                                          NULL });
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out.data, "a\thttp://example.com/d/x.html\n"
+                                    "img\thttp://example.com/d/a.png\n"
+                                    "img\thttp://example.com/d/b.png\n"
+                                    "link:stylesheet\thttp://cdn.example/s.css\n"
+                                    "a\thttp://example.com/d/?a=1&b=2\n");
+    assert_non_null(strstr(r.err.data, "1 rejected by canonicalization"));
+    done(&r);
+    unlink(p);
+    r = run((const char *const[]){ "links", "/nonexistent.html", NULL });
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err.data, "cannot open /nonexistent.html"));
+    done(&r);
+    r = run((const char *const[]){ "links", NULL });
+    assert_int_equal(r.rc, 2);
+    done(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +285,7 @@ int main(void)
         cmocka_unit_test(defaults_print_a_loadable_config),
         cmocka_unit_test(canon_prints_one_line_per_input),
         cmocka_unit_test(canon_policy_comes_from_config),
+        cmocka_unit_test(links_prints_kind_and_canonical_url),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
