@@ -26,7 +26,7 @@ static const command commands[] = {
       NULL },
     { "canon", cmd_canon, "print the canonical form of URLs", NULL },
     { "links", cmd_links, "print the links extracted from an HTML file", NULL },
-    { "robots", NULL, "decide URLs against a robots.txt", "the frontier (issue 6)" },
+    { "robots", cmd_robots, "decide URLs against a robots.txt", NULL },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -6,8 +6,10 @@
 #define CRAWLD_WIRE_H
 
 #include "config/config.h"
+#include "crawler/fetch.h"
 #include "crawler/url.h"
 
 void wire_url_policy(const crawl_config *c, url_policy *out /* OUT */);
+void wire_fetch_opts(const crawl_config *c, fetch_opts *out /* OUT */);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "common/buf.h"
 #include "tests/support/proc.h"
+#include "tests/support/testsite.h"
 
 typedef struct result {
     int rc;
@@ -268,6 +269,50 @@ static void links_prints_kind_and_canonical_url(void **state)
     done(&r);
 }
 
+static void robots_decides_from_a_file(void **state)
+{
+    (void)state;
+    const char *txt = "User-agent: *\nDisallow: /private/\n\nUser-agent: crawld\nDisallow: /x$\n";
+    const char *p = proc_temp_file(0, txt, strlen(txt));
+    result r = run((const char *const[]){ "robots", "--file", p, "http://a.example/private/1",
+                                          "http://a.example/x", "http://a.example/x/y", NULL });
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.out.data, "allowed\thttp://a.example/private/1\t-\n"
+                                    "disallowed\thttp://a.example/x\tdisallow: /x$\n"
+                                    "allowed\thttp://a.example/x/y\t-\n");
+    done(&r);
+    r = run((const char *const[]){ "robots", "--file", p, "--agent", "other",
+                                   "http://a.example/private/1", NULL });
+    assert_string_equal(r.out.data, "disallowed\thttp://a.example/private/1\tdisallow: /private/\n");
+    done(&r);
+    r = run((const char *const[]){ "robots", "http://a.example/", NULL });
+    assert_int_equal(r.rc, 2);
+    done(&r);
+    unlink(p);
+}
+
+/* --url fetches as the crawler does: 2xx rules, 4xx allow all, 5xx disallow all. */
+static void robots_fetches_from_the_site(void **state)
+{
+    (void)state;
+    testsite ts;
+    assert_int_equal(testsite_start(&ts, (const char *const[]){ "--pages", "20", NULL }), 0);
+    const char *host[] = { "a.test", "c.test", "d.test" };
+    const char *want[] = { "disallowed", "allowed", "disallowed" };
+    for (int i = 0; i < 3; i++) {
+        char pin[128], set[160], origin[128], url[160];
+        testsite_resolve(&ts, host[i], pin, sizeof pin);
+        snprintf(set, sizeof set, "fetch.resolve=[\"%s\"]", pin);
+        testsite_url(&ts, host[i], "/", origin, sizeof origin);
+        testsite_url(&ts, host[i], "/private/1.html", url, sizeof url);
+        result r = run((const char *const[]){ "robots", "--set", set, "--url", origin, url, NULL });
+        if (strncmp(r.out.data, want[i], strlen(want[i])) != 0)
+            fail_msg("%s: %s (stderr %s)", host[i], r.out.data, r.err.data);
+        done(&r);
+    }
+    testsite_stop(&ts);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +331,8 @@ int main(void)
         cmocka_unit_test(canon_prints_one_line_per_input),
         cmocka_unit_test(canon_policy_comes_from_config),
         cmocka_unit_test(links_prints_kind_and_canonical_url),
+        cmocka_unit_test(robots_decides_from_a_file),
+        cmocka_unit_test(robots_fetches_from_the_site),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
