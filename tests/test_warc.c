@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -1332,6 +1333,7 @@ static void test_threads(void **state)
     warc_stats st;
     warc_stats_get(w, &st);
     assert_int_equal(warc_close(w), 0);
+    printf("threads: %" PRIu64 " files, %" PRIu64 " fetches rebuilt under the lock\n", st.files, st.rebuilt);
     /* Each distinct payload was stored exactly once. */
     assert_int_equal(st.responses, 50);
     assert_int_equal(st.revisits, THREADS * PER_THREAD - 50);
