@@ -1086,6 +1086,64 @@ static void test_crash_empty_file(void **state)
     tmpdir_free(dir);
 }
 
+static void write_rotating(const char *dir)
+{
+    warc_opts o = {.dir = dir, .prefix = "test", .max_file_bytes = 8000};
+    char err[256];
+    warc_writer *w = warc_open(&o, err, sizeof err);
+    if (w == NULL)
+        _exit(3);
+    unsigned char body[3000];
+    for (int i = 0; i < 6; i++) {
+        char uri[64];
+        snprintf(uri, sizeof uri, "http://example.com/r%d", 9 - i); /* index out of order */
+        noise(body, sizeof body, (unsigned)i + 70);
+        warc_fetch f = mk(uri, HDR_HTML, body, sizeof body);
+        if (warc_write_fetch(w, &f, NULL) != 0)
+            _exit(4);
+    }
+    _exit(0);
+}
+
+static void test_crash_while_rotating(void **state)
+{
+    (void)state;
+    /* A crash just as a new file was being started: the newest file is a
+     * torn warcinfo; the file before it was the one in use. */
+    char *dir = tmpdir_new();
+    crash_after(dir, write_rotating);
+    char names[16][256], path[1024], torn[1024];
+    int n = list_files(dir, ".warc.gz", names, 16);
+    assert_true(n >= 2);
+    path_in(path, sizeof path, dir, names[n - 1]);
+    uint64_t last_size = file_size(path);
+    cr_buf b;
+    cr_buf_init(&b, 0);
+    read_all(path, &b);
+    snprintf(torn, sizeof torn, "%s/test-20990101000000-%05d.warc.gz", dir, n);
+    FILE *fp = fopen(torn, "wb");
+    must(fp && fwrite(b.data, 1, 40, fp) == 40 && fclose(fp) == 0, "torn file");
+    cr_buf_release(&b);
+    warc_writer *w = open_w(dir, 8000, true);
+    assert_int_equal(list_files(dir, ".warc.gz", names, 16), n); /* torn one gone */
+    assert_int_equal(file_size(path), last_size);                /* last one whole */
+    vstats *vs = calloc(1, sizeof *vs);
+    int lines = 0;
+    for (int i = 0; i < n; i++) {
+        verify_file(dir, names[i], vs);
+        lines += verify_index(dir, names[i]); /* all sorted, also the last */
+    }
+    assert_int_equal(vs->response, 6);
+    assert_int_equal(lines, 6);
+    warc_fetch f = mk("http://example.com/next", HDR_HTML, "hello world", 11);
+    warc_result r;
+    assert_int_equal(warc_write_fetch(w, &f, &r), 0);
+    assert_int_equal(num_at(r.file + 20), n + 1); /* after the torn one's serial */
+    assert_int_equal(warc_close(w), 0);
+    free(vs);
+    tmpdir_free(dir);
+}
+
 static void test_clean_reopen(void **state)
 {
     (void)state;
@@ -1663,6 +1721,7 @@ int main(void)
         cmocka_unit_test(test_torn_record),
         cmocka_unit_test(test_unindexed_tail),
         cmocka_unit_test(test_crash_empty_file),
+        cmocka_unit_test(test_crash_while_rotating),
         cmocka_unit_test(test_clean_reopen),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_write_failure),
