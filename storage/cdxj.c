@@ -77,13 +77,18 @@ static int put_query(cr_buf *out, const char *q, size_t n)
     }
     qsort(parts, np, sizeof parts[0], part_cmp);
     for (size_t i = 0; i < np; i++) {
-        if (i > 0 && (rc = cr_buf_putc(out, '&')) < 0)
-            return rc;
-        if ((rc = put_lower(out, parts[i].p, parts[i].n)) < 0)
+        if (i > 0) {
+            rc = cr_buf_putc(out, '&');
+            if (rc < 0)
+                return rc;
+        }
+        rc = put_lower(out, parts[i].p, parts[i].n);
+        if (rc < 0)
             return rc;
     }
     if (start < n) { /* more parts than we sort: the rest as it came */
-        if ((rc = cr_buf_putc(out, '&')) < 0)
+        rc = cr_buf_putc(out, '&');
+        if (rc < 0)
             return rc;
         return put_lower(out, q + start, n - start);
     }
@@ -145,9 +150,13 @@ int cdxj_surt(const char *url, size_t len, cr_buf *out)
     bool first = true;
     for (size_t i = hl;; i--) {
         if (i == 0 || host[i - 1] == '.') {
-            if (!first && (rc = cr_buf_putc(out, ',')) < 0)
-                return rc;
-            if ((rc = put_lower(out, host + i, label_end - i)) < 0)
+            if (!first) {
+                rc = cr_buf_putc(out, ',');
+                if (rc < 0)
+                    return rc;
+            }
+            rc = put_lower(out, host + i, label_end - i);
+            if (rc < 0)
                 return rc;
             first = false;
             if (i == 0)
@@ -156,10 +165,14 @@ int cdxj_surt(const char *url, size_t len, cr_buf *out)
         }
     }
     if (port) {
-        if ((rc = cr_buf_putc(out, ':')) < 0 || (rc = cr_buf_append(out, port, port_len)) < 0)
+        rc = cr_buf_putc(out, ':');
+        if (rc == 0)
+            rc = cr_buf_append(out, port, port_len);
+        if (rc < 0)
             return rc;
     }
-    if ((rc = cr_buf_putc(out, ')')) < 0)
+    rc = cr_buf_putc(out, ')');
+    if (rc < 0)
         return rc;
     const char *path = auth_end, *path_end = auth_end;
     while (path_end < end && *path_end != '?' && *path_end != '#')
@@ -175,7 +188,8 @@ int cdxj_surt(const char *url, size_t len, cr_buf *out)
         while (q_end < end && *q_end != '#')
             q_end++;
         if (q_end > q) {
-            if ((rc = cr_buf_putc(out, '?')) < 0)
+            rc = cr_buf_putc(out, '?');
+            if (rc < 0)
                 return rc;
             return put_query(out, q, (size_t)(q_end - q));
         }

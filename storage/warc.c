@@ -739,7 +739,8 @@ static int read_file(const char *path, size_t max, cr_buf *b)
             rc = -EFBIG;
             break;
         }
-        if ((rc = cr_buf_append(b, tmp, (size_t)r)) < 0)
+        rc = cr_buf_append(b, tmp, (size_t)r);
+        if (rc < 0)
             break;
     }
     close(fd);
@@ -888,8 +889,10 @@ static int file_start(warc_writer *w)
         return -ENAMETOOLONG;
     memcpy(w->idx_name, w->name, (size_t)n - 8);
     memcpy(w->idx_name + n - 8, ".cdxj", 6);
-    if ((rc = path_of(w, w->name, path, sizeof path)) < 0 ||
-        (rc = path_of(w, w->idx_name, ipath, sizeof ipath)) < 0)
+    rc = path_of(w, w->name, path, sizeof path);
+    if (rc == 0)
+        rc = path_of(w, w->idx_name, ipath, sizeof ipath);
+    if (rc < 0)
         return rc;
 
     cr_buf block;
@@ -898,17 +901,20 @@ static int file_start(warc_writer *w)
     gz g = {.init = false, .level = w->level};
     int fd = -1, ifd = -1;
     char digest[38];
-    if ((rc = info_block(w, &block)) < 0)
+    rc = info_block(w, &block);
+    if (rc < 0)
         goto out;
     span bs = {block.data, block.len};
-    if ((rc = digest_text_of(&bs, 1, digest, NULL)) < 0)
+    rc = digest_text_of(&bs, 1, digest, NULL);
+    if (rc < 0)
         goto out;
     rec r = {
         .type = "warcinfo", .id = w->next_info_id, .date = date, .filename = w->name,
         .content_type = "application/warc-fields", .block_digest = digest,
         .block = {{block.data, block.len}}, .nblock = 1,
     };
-    if ((rc = rec_member(&g, &out, &r)) < 0)
+    rc = rec_member(&g, &out, &r);
+    if (rc < 0)
         goto out;
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -920,7 +926,8 @@ static int file_start(warc_writer *w)
         rc = -errno;
         goto out;
     }
-    if ((rc = write_all(fd, out.p, out.len)) < 0)
+    rc = write_all(fd, out.p, out.len);
+    if (rc < 0)
         goto out;
     w->next_serial++;
     w->fd = fd;
@@ -1027,7 +1034,8 @@ static int scan_members(int fd, u64vec *ends)
                     break;
                 }
                 uint64_t end = base + (uint64_t)(z.next_in - in);
-                if ((rc = u64vec_push(ends, end)) < 0)
+                rc = u64vec_push(ends, end);
+                if (rc < 0)
                     goto out;
                 head_len = 0;
                 if (inflateReset(&z) != Z_OK) {
@@ -1080,8 +1088,10 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
     memcpy(idx_name, name, nl - 8);
     memcpy(idx_name + nl - 8, ".cdxj", 6);
     int rc;
-    if ((rc = path_of(w, name, path, sizeof path)) < 0 ||
-        (rc = path_of(w, idx_name, ipath, sizeof ipath)) < 0)
+    rc = path_of(w, name, path, sizeof path);
+    if (rc == 0)
+        rc = path_of(w, idx_name, ipath, sizeof ipath);
+    if (rc < 0)
         return rc;
     u64vec ends = {NULL, 0, 0};
     cr_buf idx;
@@ -1099,12 +1109,15 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
         rc = -errno;
         goto out;
     }
-    if ((rc = scan_members(fd, &ends)) < 0) {
+    rc = scan_members(fd, &ends);
+    if (rc < 0) {
         set_err(err, errlen, "warc: cannot scan %s: %s", path, strerror(-rc));
         goto out;
     }
-    if ((rc = read_file(ipath, INDEX_READ_MAX, &idx)) < 0 ||
-        (rc = split_lines(&idx, &lines, &nlines)) < 0) {
+    rc = read_file(ipath, INDEX_READ_MAX, &idx);
+    if (rc == 0)
+        rc = split_lines(&idx, &lines, &nlines);
+    if (rc < 0) {
         set_err(err, errlen, "warc: cannot read %s: %s", ipath, strerror(-rc));
         goto out;
     }
@@ -1149,7 +1162,8 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
         rc = -errno;
         goto out;
     }
-    if ((rc = index_write_sorted(w, idx_name, lines, kept)) < 0) {
+    rc = index_write_sorted(w, idx_name, lines, kept);
+    if (rc < 0) {
         set_err(err, errlen, "warc: cannot rewrite %s: %s", ipath, strerror(-rc));
         goto out;
     }
@@ -1539,16 +1553,22 @@ static int prepare(prep *p, const warc_fetch *f)
         p->mime_len = cdxj_media_type(f->mime, strlen(f->mime), &p->mime);
     else if (m.ct)
         p->mime_len = cdxj_media_type(m.ct, m.ct_len, &p->mime);
-    if ((rc = uuid_new(p->req_id)) < 0 || (rc = uuid_new(p->resp_id)) < 0)
+    rc = uuid_new(p->req_id);
+    if (rc == 0)
+        rc = uuid_new(p->resp_id);
+    if (rc < 0)
         return rc;
     span pay = {f->payload, f->payload_len};
-    if ((rc = digest_text_of(&pay, 1, p->payload_digest, p->payload_sha)) < 0)
+    rc = digest_text_of(&pay, 1, p->payload_digest, p->payload_sha);
+    if (rc < 0)
         return rc;
     if (f->request_len) {
         span req = {f->request, f->request_len};
         span empty = {NULL, 0};
-        if ((rc = digest_text_of(&req, 1, p->req_block_digest, NULL)) < 0 ||
-            (rc = digest_text_of(&empty, 1, p->req_payload_digest, NULL)) < 0)
+        rc = digest_text_of(&req, 1, p->req_block_digest, NULL);
+        if (rc == 0)
+            rc = digest_text_of(&empty, 1, p->req_payload_digest, NULL);
+        if (rc < 0)
             return rc;
     }
     p->eligible = f->payload_len > 0 && !f->truncated;
@@ -1574,7 +1594,8 @@ static int build(prep *p, gz *z, const plan *pl, group *g)
             .block_digest = p->req_block_digest, .payload_digest = p->req_payload_digest,
             .block = {{f->request, f->request_len}}, .nblock = 1,
         };
-        if ((rc = rec_member(z, &g->bytes, &r)) < 0)
+        rc = rec_member(z, &g->bytes, &r);
+        if (rc < 0)
             return rc;
     }
     g->resp_off = g->bytes.len;
@@ -1589,10 +1610,12 @@ static int build(prep *p, gz *z, const plan *pl, group *g)
     if (pl->revisit) {
         if (p->revisit_digest[0] == '\0') {
             span s = {p->hdr, p->hdr_len};
-            if ((rc = digest_text_of(&s, 1, p->revisit_digest, NULL)) < 0)
+            rc = digest_text_of(&s, 1, p->revisit_digest, NULL);
+            if (rc < 0)
                 return rc;
         }
-        if ((rc = warc_date(pl->ref_date_ms, ref_date)) < 0)
+        rc = warc_date(pl->ref_date_ms, ref_date);
+        if (rc < 0)
             return rc;
         r.type = "revisit";
         r.revisit = true;
@@ -1603,13 +1626,15 @@ static int build(prep *p, gz *z, const plan *pl, group *g)
         r.nblock = 1;
     } else {
         if (p->block_digest[0] == '\0') {
-            if ((rc = digest_text_of(r.block, 2, p->block_digest, NULL)) < 0)
+            rc = digest_text_of(r.block, 2, p->block_digest, NULL);
+            if (rc < 0)
                 return rc;
         }
         r.block_digest = p->block_digest;
         r.truncated = f->truncated;
     }
-    if ((rc = rec_member(z, &g->bytes, &r)) < 0)
+    rc = rec_member(z, &g->bytes, &r);
+    if (rc < 0)
         return rc;
     g->resp_len = g->bytes.len - g->resp_off;
     g->built = *pl;
@@ -1668,11 +1693,13 @@ static int commit(warc_writer *w, prep *p, group *g, warc_result *out)
     int rc = cdxj_line(&line, &e);
     if (rc < 0)
         goto out;
-    if ((rc = write_all(w->fd, g->bytes.p, g->bytes.len)) < 0) {
+    rc = write_all(w->fd, g->bytes.p, g->bytes.len);
+    if (rc < 0) {
         cut_back(w, off0, idx0);
         goto out;
     }
-    if ((rc = write_all(w->idx_fd, line.data, line.len)) < 0) {
+    rc = write_all(w->idx_fd, line.data, line.len);
+    if (rc < 0) {
         cut_back(w, off0, idx0);
         goto out;
     }
@@ -1727,7 +1754,8 @@ int warc_write_fetch(warc_writer *w, const warc_fetch *f, warc_result *out)
     if (rc < 0)
         goto out;
 
-    if ((rc = build(&p, &z, &pl, &g)) < 0)
+    rc = build(&p, &z, &pl, &g);
+    if (rc < 0)
         goto out;
 
     pthread_mutex_lock(&w->lock);
