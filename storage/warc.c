@@ -1759,7 +1759,7 @@ int warc_write_fetch(warc_writer *w, const warc_fetch *f, warc_result *out)
         goto out;
 
     pthread_mutex_lock(&w->lock);
-    while (rc == 0) {
+    for (int round = 0; rc == 0; round++) {
         if (w->broken) {
             rc = w->broken;
             break;
@@ -1776,9 +1776,18 @@ int warc_write_fetch(warc_writer *w, const warc_fetch *f, warc_result *out)
         plan_now(w, &p, &pl);
         if (plan_same(&pl, &g.built))
             break;
-        /* Another thread rotated or archived this payload meanwhile. */
+        /* The file rotated or another thread archived this payload
+         * meanwhile. A response is rebuilt outside the lock (twice at
+         * most, so a busy writer cannot starve us); a revisit, being
+         * headers only, in place. */
         w->st.rebuilt++;
-        rc = build(&p, &z, &pl, &g);
+        if (round < 2 && !pl.revisit) {
+            pthread_mutex_unlock(&w->lock);
+            rc = build(&p, &z, &pl, &g);
+            pthread_mutex_lock(&w->lock);
+        } else {
+            rc = build(&p, &z, &pl, &g);
+        }
     }
     if (rc == 0)
         rc = commit(w, &p, &g, out);

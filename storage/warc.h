@@ -38,8 +38,8 @@
  * digests and compresses outside it; under it, it checks the dedup map,
  * rotates when needed, writes the fetch's records and index line and
  * updates the map. Records compressed outside the lock that no longer fit
- * (another thread rotated to a new file, or archived the same payload
- * first) are rebuilt under it. */
+ * (the file rotated, or another thread archived the same payload first)
+ * are rebuilt: a revisit under the lock, a response outside it. */
 #ifndef CRAWLD_WARC_H
 #define CRAWLD_WARC_H
 
@@ -121,10 +121,12 @@ typedef struct warc_stats {
     uint64_t revisit_bytes_saved; /* payload bytes revisits did not store */
     uint64_t bytes_written;   /* compressed bytes appended, all files */
     uint64_t files;           /* files started */
-    uint64_t rebuilt;         /* fetches re-compressed under the lock */
+    uint64_t rebuilt;         /* fetches re-built after a rotation or a
+                                 race on the same payload */
     uint64_t dedup_entries;   /* payload digests remembered */
     uint64_t dedup_bytes;     /* memory they take (table + URIs) */
-    uint64_t dedup_full;      /* payloads not remembered: map at its cap */
+    uint64_t dedup_full;      /* payloads not remembered: map at its cap
+                                 (or out of memory) */
     uint64_t recovered_bytes_cut; /* torn or unindexed tail cut at open */
 } warc_stats;
 
