@@ -844,6 +844,8 @@ static int file_finish(warc_writer *w)
     int rc = 0;
     if (fsync(w->fd) < 0)
         rc = -errno;
+    if (fsync(w->idx_fd) < 0 && rc == 0)
+        rc = -errno;
     if (close(w->fd) < 0 && rc == 0)
         rc = -errno;
     if (close(w->idx_fd) < 0 && rc == 0)
