@@ -32,8 +32,13 @@
  * and returned jobs are pinned in memory (their SQLite state may still be
  * in_flight) and are never evicted.
  *
- * db writes (in_flight, outcomes, exclusions) are collected under the lock
- * and issued after it is released; see frontier.h for the thread contract. */
+ * Locks. `lock` guards everything above. db writes (in_flight, outcomes,
+ * exclusions) are appended under `lock` to a FIFO (opq) in the order they
+ * are decided, and issued by ops_drain() without `lock`, holding `wlock`,
+ * so they reach the writer in decision order whichever thread issues them
+ * (a retry's "queued" always before its next attempt's "in_flight"). Order:
+ * wlock before lock; nothing else is taken under lock but SQLite's reader.
+ * See frontier.h for the caller's side. */
 #include "frontier/frontier.h"
 
 #include <errno.h>

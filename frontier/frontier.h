@@ -40,19 +40,30 @@
  * frontier_new); at the limit no new URL is handed out (retries still are)
  * and the rest stay queued in SQLite.
  *
+ * Memory: at most max_in_memory URL entries in all (queues, retries and
+ * returned jobs; only when nothing at all can be evicted does a refill or a
+ * retry take one more), each its URL plus ~40 bytes; per known host a few
+ * hundred bytes and its robots rules (hosts are kept until frontier_free);
+ * and one bit per row id handed out or held (1.25 MB per 10M rows). Refills
+ * read SQLite per host, a batch of the host's fair share at a time
+ * (max_in_memory / hosts with work, at most 1024), never all of it.
+ *
  * Time: every call that needs the time takes now_ms from the caller's
  * monotonic clock, so tests drive time without sleeping. The frontier stores
  * no wall-clock time.
  *
  * Threads: every function may be called from any thread; one mutex guards
- * the whole frontier. Under it the frontier reads SQLite through its own
- * db_reader (readers never wait for the writer) but never calls a db_*
- * function that enqueues or waits: db_set_state / db_record_outcome run
- * after the mutex is released. So the daemon may call frontier_push() from a
- * db_done_fn (the writer thread), and a frontier call that blocks on a full
- * db queue holds no frontier lock. robots.txt bodies are parsed outside the
- * lock too. Lock order: the frontier mutex is a leaf (nothing else is taken
- * while it is held, but SQLite's reader).
+ * the frontier's state. Under it the frontier reads SQLite through its own
+ * db_reader (a reader never waits for the writer) but never calls a db_*
+ * function that enqueues or waits: state changes are put in an internal
+ * FIFO under the mutex and handed to db_set_state / db_record_outcome after
+ * it is released, in the order they were decided, before the call returns
+ * (a second mutex lets one thread at a time do that; it is taken before the
+ * main one, never after). So a call blocked on a full db queue holds no
+ * frontier lock, and frontier_push() (which writes nothing) may be called
+ * from a db_done_fn on the writer thread. robots.txt bodies are parsed
+ * outside the lock. Nothing here calls back into the caller, except
+ * frontier_foreach_host's cb (under the lock).
  *
  * What the daemon does:
  * 1. frontier_new() after db_open(); frontier_free() before db_close().
