@@ -1633,6 +1633,14 @@ int frontier_return(frontier *f, frontier_job *job)
 
 /* ---- pause, stats ------------------------------------------------------- */
 
+void frontier_job_release(frontier_job *job)
+{
+    if (job == NULL)
+        return;
+    cr_free(job->url);
+    memset(job, 0, sizeof(*job));
+}
+
 void frontier_pause(frontier *f)
 {
     pthread_mutex_lock(&f->lock);

@@ -209,6 +209,11 @@ int frontier_robots_done(frontier *f, frontier_job *job, const frontier_outcome 
  * simply forgotten. Releases job. 0, or -EINVAL. */
 int frontier_return(frontier *f, frontier_job *job);
 
+/* Frees a job's URL without telling the frontier (e.g. jobs still held at
+ * shutdown, after frontier_free: their rows stay in_flight in SQLite and the
+ * next run fetches them again). job may be NULL. */
+void frontier_job_release(frontier_job *job);
+
 /* Stops / restarts handing out jobs (POST /v1/pause, /v1/resume). Outcomes
  * are still recorded while paused. */
 void frontier_pause(frontier *f);

@@ -303,7 +303,7 @@ static int sim_run(sim *s, long max_steps)
 static void sim_release(sim *s)
 {
     for (size_t i = 0; i < s->n; i++)
-        free(s->fl[i].job.url);
+        frontier_job_release(&s->fl[i].job);
     free(s->fl);
 }
 
@@ -989,6 +989,53 @@ static void shallower_urls_pushed_when_full_still_come_first(void **state)
     env_close(e);
 }
 
+static void a_starved_host_takes_room_from_the_largest(void **state)
+{
+    (void)state;
+    frontier_opts o;
+    frontier_job j;
+    int64_t wake;
+    fast_opts(&o);
+    o.max_in_memory = 10;
+    env *e = env_open(&o);
+    int64_t a[12], b[6];
+    for (int i = 0; i < 12; i++) /* a.test fills memory */
+        a[i] = addf(e, 1, "http://a.test/%d", i);
+    for (int i = 0; i < 6; i++) /* b.test's all stay in SQLite */
+        b[i] = addf(e, 0, "http://b.test/%d", i);
+    frontier_stats st;
+    frontier_get_stats(e->f, &st);
+    assert_int_equal(st.mem_entries, 10);
+    /* b.test is shallower: it goes first and takes its share (10 / 2)
+     * from a.test's tail */
+    next_job(e, 0, &j);
+    assert_int_equal(j.id, b[0]);
+    done(e, &j, 200, 0);
+    frontier_get_stats(e->f, &st);
+    assert_int_equal(st.evictions, 5);
+    assert_true(st.mem_entries <= 10);
+    frontier_host_stats hs;
+    assert_int_equal(frontier_host_stats_get(e->f, "a.test", &hs), 0);
+    assert_int_equal(hs.queued_mem, 5);
+    assert_true(hs.more_in_db);
+    /* then everything, once, in order per host */
+    int na = 0, nb = 1;
+    for (int64_t t = 1; frontier_next(e->f, t, &j, &wake) == FRONTIER_JOB; t++) {
+        if (strcmp(j.host, "a.test") == 0)
+            assert_int_equal(j.id, a[na++]);
+        else
+            assert_int_equal(j.id, b[nb++]);
+        done(e, &j, 200, t);
+        frontier_get_stats(e->f, &st);
+        assert_true(st.mem_entries <= 10);
+    }
+    assert_int_equal(na, 12);
+    assert_int_equal(nb, 6);
+    frontier_get_stats(e->f, &st);
+    assert_true(st.mem_peak <= 10);
+    env_close(e);
+}
+
 static void drained_only_when_nothing_is_queued_or_in_flight(void **state)
 {
     (void)state;
@@ -1209,8 +1256,9 @@ static void a_new_frontier_resumes_from_sqlite(void **state)
     done(e, &j, 200, 0);
     next_job(e, 0, &j);
     int64_t lost = j.id;
-    free(j.url);
     frontier_free(e->f);
+    frontier_job_release(&j); /* still held at the "crash" */
+    assert_null(j.url);
     assert_int_equal(db_close(e->d), 0);
     char err[256];
     e->d = db_open(e->state, NULL, err, sizeof(err));
@@ -1596,6 +1644,7 @@ int main(void)
         cmocka_unit_test(order_is_depth_then_discovery),
         cmocka_unit_test(ready_hosts_go_shallowest_first),
         cmocka_unit_test(shallower_urls_pushed_when_full_still_come_first),
+        cmocka_unit_test(a_starved_host_takes_room_from_the_largest),
         cmocka_unit_test(drained_only_when_nothing_is_queued_or_in_flight),
         cmocka_unit_test(pause_and_resume),
         cmocka_unit_test(a_returned_job_comes_back),
