@@ -1384,14 +1384,18 @@ static int64_t retry_after_ms(const frontier *f, const frontier_outcome *o, int 
     return backoff(f, attempt);
 }
 
-static void finish_request(frontier *f, fhost *h, const frontier_outcome *o)
+/* The spacing runs from the end of the response, as Heritrix measures it:
+ * the next request to the host starts at least host_spacing() after this
+ * one finished, so the server sees requests at least that far apart however
+ * long this one took to arrive. With max_per_host > 1, starts are also
+ * spaced (start_request). */
+static void finish_request(frontier *f, fhost *h, const frontier_outcome *o, int64_t now)
 {
     h->in_flight--;
     f->in_flight--;
     if (o->status > 0 && o->response_ms >= 0)
         h->last_ms = o->response_ms;
-    /* the spacing after the latest start, with what is known now */
-    h->next_ok = h->last_start + host_spacing(f, h);
+    h->next_ok = max64(h->last_start, now) + host_spacing(f, h);
 }
 
 static void describe_failure(const frontier_outcome *o, char *out, size_t len)
@@ -1423,7 +1427,7 @@ int frontier_done(frontier *f, frontier_job *job, const frontier_outcome *o, int
     if (now < f->now)
         now = f->now;
     f->now = now;
-    finish_request(f, h, o);
+    finish_request(f, h, o, now);
     host_error = o->status >= 500 || (o->status <= 0 && o->error == FRONTIER_ERR_NETWORK);
     retryable = host_error || o->status == 429;
     if (o->status == 429 || o->status == 503) {
@@ -1574,7 +1578,7 @@ int frontier_robots_done(frontier *f, frontier_job *job, const frontier_outcome 
                                             : backoff(f, h->robots_fails));
         }
     }
-    finish_request(f, h, o);
+    finish_request(f, h, o, now);
     host_touch(f, h);
     pthread_mutex_unlock(&f->lock);
     robots_free(unused);

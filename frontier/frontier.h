@@ -19,7 +19,8 @@
  *   using them while a refetch fails. A URL the rules disallow is never
  *   handed out: its row becomes DB_STATE_EXCLUDED and it is counted.
  * - at most max_per_host jobs in flight (the robots job counts);
- * - between two request starts at least
+ * - between the end of one response and the next request start (and
+ *   between two starts) at least
  *       max(delay_ms, Crawl-delay, min(max_delay_ms, delay_factor × last_ms))
  *   where last_ms is the host's most recent response time (Heritrix-like);
  * - 429 and 503 pause the host until Retry-After (capped by
@@ -99,7 +100,8 @@ typedef struct frontier_opts {
                                    NULL = only `*` groups apply */
     int64_t robots_max_bytes;   /* of robots.txt parsed; 0 = ROBOTS_DEFAULT_MAX_BYTES */
     int64_t robots_cache_s;     /* rules are refetched after this long */
-    int64_t delay_ms;           /* least time between two request starts */
+    int64_t delay_ms;           /* least time from a response's end (and from a
+                                   request's start) to the next request start */
     double delay_factor;        /* adaptive term: factor × last response time */
     int64_t max_delay_ms;       /* cap on the adaptive term */
     int max_per_host;           /* jobs in flight per host, >= 1 */

@@ -613,25 +613,28 @@ static void spacing_exactly_at_the_bound(void **state)
     env *e = env_open(&o);
     for (int i = 0; i < 4; i++)
         addf(e, 0, "http://a.test/%d", i);
+    /* the spacing runs from the end of each response */
     next_job(e, 0, &j);
     frontier_outcome out = answer(200, 2000); /* adaptive: 4000 */
     assert_int_equal(frontier_done(e->f, &j, &out, 2000), FRONTIER_DONE_OK);
-    assert_int_equal(next_rc(e, 3999, &wake), FRONTIER_WAIT);
-    assert_int_equal(wake, 4000);
-    next_job(e, 4000, &j);
+    assert_int_equal(next_rc(e, 5999, &wake), FRONTIER_WAIT);
+    assert_int_equal(wake, 6000);
+    next_job(e, 6000, &j);
     out = answer(200, 100); /* adaptive 200 < delay: 1000 */
-    assert_int_equal(frontier_done(e->f, &j, &out, 4100), FRONTIER_DONE_OK);
-    assert_int_equal(next_rc(e, 4999, &wake), FRONTIER_WAIT);
-    assert_int_equal(wake, 5000);
-    next_job(e, 5000, &j);
+    assert_int_equal(frontier_done(e->f, &j, &out, 6100), FRONTIER_DONE_OK);
+    assert_int_equal(next_rc(e, 7099, &wake), FRONTIER_WAIT);
+    assert_int_equal(wake, 7100);
+    next_job(e, 7100, &j);
     out = answer(200, 60000); /* adaptive capped by max_delay_ms */
-    assert_int_equal(frontier_done(e->f, &j, &out, 65000), FRONTIER_DONE_OK);
-    next_job(e, 65000, &j); /* 60 s after the start: more than the cap */
+    assert_int_equal(frontier_done(e->f, &j, &out, 67100), FRONTIER_DONE_OK);
+    assert_int_equal(next_rc(e, 72099, &wake), FRONTIER_WAIT);
+    assert_int_equal(wake, 72100);
+    next_job(e, 72100, &j);
     frontier_host_stats hs;
     assert_int_equal(frontier_host_stats_get(e->f, "a.test", &hs), 0);
     assert_int_equal(hs.delay_ms, 5000);
-    assert_int_equal(hs.next_ok_ms, 70000);
-    done(e, &j, 200, 65001);
+    assert_int_equal(hs.next_ok_ms, 77100);
+    done(e, &j, 200, 72101);
     env_close(e);
 }
 
