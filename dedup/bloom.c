@@ -636,51 +636,51 @@ int bloom_query(const bloom *bf, const void *key, size_t len)
     return bloom_query_fp(bf, hash_fingerprint(key, len));
 }
 
-#define BATCH 16
+/* Batches: the blocks of key j + AHEAD are prefetched while key j is
+ * handled, so up to AHEAD cache misses are in flight instead of one. */
+#define AHEAD 12
 
-/* Prefetches the blocks of fps[0..n) in every stage of their shard. */
-static void prefetch_batch(const bloom *bf, const hash_fp *fps, size_t n, int write)
+static inline void prefetch_key(const bloom *bf, hash_fp fp, int write)
 {
-    for (size_t j = 0; j < n; j++) {
-        struct shard *sh = &bf->shards[fps[j].lo & bf->shard_mask];
-        unsigned ns = atomic_load_explicit(&sh->nstages, memory_order_acquire);
-        for (unsigned i = 0; i < ns; i++) {
-            uint64_t b;
-            const struct stage *st = sh->stages[i];
-            const void *w = (const void *)stage_block(st, fps[j], &b);
-            if (write) {
-                __builtin_prefetch(w, 1);
-                if (st->lines == 2)
-                    __builtin_prefetch((const char *)w + 64, 1);
-            } else {
-                __builtin_prefetch(w, 0);
-                if (st->lines == 2)
-                    __builtin_prefetch((const char *)w + 64, 0);
-            }
+    struct shard *sh = &bf->shards[fp.lo & bf->shard_mask];
+    unsigned ns = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+    for (unsigned i = ns; i-- > 0;) {
+        uint64_t b;
+        const struct stage *st = sh->stages[i];
+        const char *w = (const char *)stage_block(st, fp, &b);
+        if (write) {
+            __builtin_prefetch(w, 1);
+            if (st->lines == 2)
+                __builtin_prefetch(w + 64, 1);
+        } else {
+            __builtin_prefetch(w, 0);
+            if (st->lines == 2)
+                __builtin_prefetch(w + 64, 0);
         }
     }
 }
 
 void bloom_add_many(bloom *bf, const hash_fp *fps, size_t n, uint8_t *present)
 {
-    for (size_t i = 0; i < n; i += BATCH) {
-        size_t m = n - i < BATCH ? n - i : BATCH;
-        prefetch_batch(bf, fps + i, m, 1);
-        for (size_t j = 0; j < m; j++) {
-            int r = bloom_add_fp(bf, fps[i + j]);
-            if (present != NULL)
-                present[i + j] = (uint8_t)r;
-        }
+    for (size_t j = 0; j < n && j < AHEAD; j++)
+        prefetch_key(bf, fps[j], 1);
+    for (size_t j = 0; j < n; j++) {
+        if (j + AHEAD < n)
+            prefetch_key(bf, fps[j + AHEAD], 1);
+        int r = bloom_add_fp(bf, fps[j]);
+        if (present != NULL)
+            present[j] = (uint8_t)r;
     }
 }
 
 void bloom_query_many(const bloom *bf, const hash_fp *fps, size_t n, uint8_t *present)
 {
-    for (size_t i = 0; i < n; i += BATCH) {
-        size_t m = n - i < BATCH ? n - i : BATCH;
-        prefetch_batch(bf, fps + i, m, 0);
-        for (size_t j = 0; j < m; j++)
-            present[i + j] = (uint8_t)bloom_query_fp(bf, fps[i + j]);
+    for (size_t j = 0; j < n && j < AHEAD; j++)
+        prefetch_key(bf, fps[j], 0);
+    for (size_t j = 0; j < n; j++) {
+        if (j + AHEAD < n)
+            prefetch_key(bf, fps[j + AHEAD], 0);
+        present[j] = (uint8_t)bloom_query_fp(bf, fps[j]);
     }
 }
 
@@ -1146,7 +1146,6 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
         rc = -EBADMSG;
         goto out;
     }
-    atomic_thread_fence(memory_order_release);
     *hwm = get64(h + 24);
     *out = bf;
     return 0;
