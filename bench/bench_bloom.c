@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define bloom libbloom_s
@@ -265,11 +266,16 @@ static km *km_new(uint64_t n, double p)
     double bpk = -log(p) / (M_LN2 * M_LN2);
     f->m = (uint64_t)ceil((double)n * bpk / 64.0) * 64;
     f->k = (unsigned)lround(bpk * M_LN2);
-    f->w = calloc(f->m / 64, 8);
-    if (f->w == NULL) {
+    /* 2 MB aligned and on transparent huge pages, like crawld's stages */
+    size_t bytes = (size_t)((f->m / 8 + (2u << 20) - 1) & ~(uint64_t)((2u << 20) - 1));
+    void *mem = NULL;
+    if (posix_memalign(&mem, 2u << 20, bytes) != 0) {
         fprintf(stderr, "bench_bloom: out of memory\n");
         exit(1);
     }
+    (void)madvise(mem, bytes, MADV_HUGEPAGE);
+    memset(mem, 0, bytes);
+    f->w = mem;
     return f;
 }
 
@@ -284,9 +290,24 @@ static inline uint64_t km_pos(const km *f, hash_fp fp, unsigned i)
     return (uint64_t)(((unsigned __int128)(fp.lo + i * (fp.hi | 1)) * f->m) >> 64);
 }
 
-static int km_add(km *f, const char *k, size_t len)
+
+/* Batched k-probe: the k lines of key j + KM_AHEAD are prefetched while key j
+ * is handled (the same help our batched calls get). */
+#define KM_AHEAD 8
+
+static void km_prefetch(const km *f, hash_fp fp, int write)
 {
-    hash_fp fp = hash_fingerprint(k, len);
+    for (unsigned i = 0; i < f->k; i++) {
+        const void *w = (const void *)&f->w[km_pos(f, fp, i) >> 6];
+        if (write)
+            __builtin_prefetch(w, 1);
+        else
+            __builtin_prefetch(w, 0);
+    }
+}
+
+static int km_add_fp(km *f, hash_fp fp)
+{
     uint64_t all = 1;
     for (unsigned i = 0; i < f->k; i++) {
         uint64_t pos = km_pos(f, fp, i), bit = UINT64_C(1) << (pos & 63);
@@ -295,9 +316,8 @@ static int km_add(km *f, const char *k, size_t len)
     return (int)all;
 }
 
-static int km_query(km *f, const char *k, size_t len)
+static int km_query_fp(km *f, hash_fp fp)
 {
-    hash_fp fp = hash_fingerprint(k, len);
     for (unsigned i = 0; i < f->k; i++) {
         uint64_t pos = km_pos(f, fp, i);
         if (!(atomic_load_explicit(&f->w[pos >> 6], memory_order_relaxed) & (UINT64_C(1) << (pos & 63))))
@@ -306,8 +326,20 @@ static int km_query(km *f, const char *k, size_t len)
     return 1;
 }
 
-enum impl { OURS, BATCH, LIB, KM, NIMPL };
-static const char *const impl_name[NIMPL] = { "crawld", "crawld batched", "libbloom", "classic k-probe" };
+static void km_many(km *f, const hash_fp *fps, size_t n, uint8_t *res, int insert)
+{
+    for (size_t j = 0; j < n && j < KM_AHEAD; j++)
+        km_prefetch(f, fps[j], insert);
+    for (size_t j = 0; j < n; j++) {
+        if (j + KM_AHEAD < n)
+            km_prefetch(f, fps[j + KM_AHEAD], insert);
+        res[j] = (uint8_t)(insert ? km_add_fp(f, fps[j]) : km_query_fp(f, fps[j]));
+    }
+}
+
+enum impl { OURS, BATCH, LIB, KM, KMB, NIMPL };
+static const char *const impl_name[NIMPL] = { "crawld", "crawld batched", "libbloom",
+                                              "k-probe", "k-probe batched" };
 
 typedef struct target {
     enum impl impl;
@@ -329,14 +361,17 @@ static uint64_t run_keys(const target *t, const keyset *ks, size_t from, size_t 
             yes += (uint64_t)(insert ? bloom_add(t->ours, b + o[j], o[j + 1] - o[j])
                                      : bloom_query(t->ours, b + o[j], o[j + 1] - o[j]));
         break;
-    case BATCH: {
+    case BATCH:
+    case KMB: {
         hash_fp fps[BATCH_KEYS];
         uint8_t res[BATCH_KEYS];
         for (size_t j = from; j < to; j += BATCH_KEYS) {
             size_t m = to - j < BATCH_KEYS ? to - j : BATCH_KEYS;
             for (size_t i = 0; i < m; i++)
                 fps[i] = hash_fingerprint(b + o[j + i], o[j + i + 1] - o[j + i]);
-            if (insert)
+            if (t->impl == KMB)
+                km_many(t->km, fps, m, res, insert);
+            else if (insert)
                 bloom_add_many(t->ours, fps, m, res);
             else
                 bloom_query_many(t->ours, fps, m, res);
@@ -351,9 +386,10 @@ static uint64_t run_keys(const target *t, const keyset *ks, size_t from, size_t 
                                      : lb_check(t->lib, b + o[j], (int)(o[j + 1] - o[j])));
         break;
     case KM:
-        for (size_t j = from; j < to; j++)
-            yes += (uint64_t)(insert ? km_add(t->km, b + o[j], o[j + 1] - o[j])
-                                     : km_query(t->km, b + o[j], o[j + 1] - o[j]));
+        for (size_t j = from; j < to; j++) {
+            hash_fp fp = hash_fingerprint(b + o[j], o[j + 1] - o[j]);
+            yes += (uint64_t)(insert ? km_add_fp(t->km, fp) : km_query_fp(t->km, fp));
+        }
         break;
     default:
         break;
@@ -466,62 +502,87 @@ static bloom *ours_new(uint64_t n, double p)
     return bf;
 }
 
-static void run_size(result *r, const char *label, uint64_t n, int with_km, size_t qn,
-                     unsigned reps, uint64_t fpr_keys)
+/* One filter being filled: its target, threads, where its figure goes, and
+ * how many chunks it gets (the insert figure is the median over them). */
+struct fill {
+    target t;
+    int nt;
+    enum impl impl;
+    size_t chunks;
+    int owned; /* a copy only timed for inserts: checked, then freed */
+    timing *per_chunk;
+};
+
+static void run_size(result *r, const char *label, uint64_t n, int with_lib, int with_km,
+                     size_t partial, size_t qn, unsigned reps, uint64_t fpr_keys)
 {
     memset(r, 0, sizeof *r);
     r->label = label;
     r->n = n;
+    size_t nchunks = (size_t)((n + CHUNK - 1) / CHUNK);
+    size_t part = partial && partial < nchunks ? partial : nchunks;
     fprintf(stderr, "[%s] n=%llu: filling\n", label, (unsigned long long)n);
-    bloom *ours = ours_new(n, 0.01), *ours2 = ours_new(n, 0.01), *oursb = ours_new(n, 0.01);
     struct libbloom_s lib;
-    if (lb_init(&lib, (int)n, 0.01) != 0) {
+    memset(&lib, 0, sizeof lib);
+    if (with_lib && lb_init(&lib, (int)n, 0.01) != 0) {
         fprintf(stderr, "bench_bloom: libbloom init failed\n");
         exit(1);
     }
+    bloom *ours = ours_new(n, 0.01);
     km *kf = with_km ? km_new(n, 0.01) : NULL;
-    target t_ours = { OURS, ours, NULL, NULL }, t_ours2 = { OURS, ours2, NULL, NULL };
-    target t_batch = { BATCH, oursb, NULL, NULL }, t_lib = { LIB, NULL, &lib, NULL };
-    target t_km = { KM, NULL, NULL, kf };
-    size_t nchunks = (size_t)((n + CHUNK - 1) / CHUNK);
-    timing *s[5];
-    for (int i = 0; i < 5; i++)
-        s[i] = calloc(nchunks, sizeof(timing));
+    /* ours, libbloom and k-probe are filled completely by one thread and then
+     * answer the queries; the other copies only time inserts */
+    struct fill f[8];
+    int nf = 0;
+    f[nf++] = (struct fill){ { OURS, ours, NULL, NULL }, 1, OURS, nchunks, 0, NULL };
+    if (with_lib)
+        f[nf++] = (struct fill){ { LIB, NULL, &lib, NULL }, 1, LIB, nchunks, 0, NULL };
+    f[nf++] = (struct fill){ { OURS, ours_new(n, 0.01), NULL, NULL }, 2, OURS, part, 1, NULL };
+    f[nf++] = (struct fill){ { BATCH, ours_new(n, 0.01), NULL, NULL }, 1, BATCH, part, 1, NULL };
+    f[nf++] = (struct fill){ { BATCH, ours_new(n, 0.01), NULL, NULL }, 2, BATCH, part, 1, NULL };
+    if (kf) {
+        f[nf++] = (struct fill){ { KM, NULL, NULL, kf }, 1, KM, nchunks, 0, NULL };
+        f[nf++] = (struct fill){ { KMB, NULL, NULL, km_new(n, 0.01) }, 1, KMB, part, 1, NULL };
+        f[nf++] = (struct fill){ { KMB, NULL, NULL, km_new(n, 0.01) }, 2, KMB, part, 1, NULL };
+    }
+    for (int i = 0; i < nf; i++)
+        f[i].per_chunk = calloc(nchunks, sizeof(timing));
     keyset ks = { 0 };
     uint64_t yes;
     for (size_t c = 0; c < nchunks; c++) {
         uint64_t first = (uint64_t)c * CHUNK;
         size_t m = (size_t)(n - first < CHUNK ? n - first : CHUNK);
         gen_range(&ks, 'p', first, m); /* untimed */
-        s[0][c] = timed_run(&t_ours, &ks, 1, 1, &yes);
-        s[1][c] = timed_run(&t_ours2, &ks, 1, 2, &yes);
-        s[2][c] = timed_run(&t_batch, &ks, 1, 1, &yes);
-        s[3][c] = timed_run(&t_lib, &ks, 1, 1, &yes);
-        if (kf)
-            s[4][c] = timed_run(&t_km, &ks, 1, 1, &yes);
+        for (int i = 0; i < nf; i++)
+            if (c < f[i].chunks)
+                f[i].per_chunk[c] = timed_run(&f[i].t, &ks, 1, f[i].nt, &yes);
     }
-    /* the chunks of a full fill are the repetitions; the last one may be short */
-    size_t full = n % CHUNK && nchunks > 1 ? nchunks - 1 : nchunks;
-    r->ins[OURS][T1] = median_timing(s[0], full);
-    r->ins[OURS][T2] = median_timing(s[1], full);
-    r->ins[BATCH][T1] = median_timing(s[2], full);
-    r->ins[BATCH][T2] = no_timing;
-    r->ins[LIB][T1] = median_timing(s[3], full);
-    r->ins[LIB][T2] = no_timing; /* libbloom is not safe for concurrent adds */
-    r->ins[KM][T1] = kf ? median_timing(s[4], full) : no_timing;
-    r->ins[KM][T2] = no_timing;
-    for (int i = 0; i < 5; i++)
-        free(s[i]);
-    /* the 2-thread and batched builds must hold every key too */
-    uint64_t sample = n < 2000000 ? n : 2000000;
-    gen_range(&ks, 'p', n - sample, (size_t)sample);
-    uint64_t y2 = run_keys(&t_ours2, &ks, 0, ks.n, 0), yb = run_keys(&t_batch, &ks, 0, ks.n, 0);
-    r->fn[OURS] = (sample - y2) + (sample - yb);
-    bloom_free(ours2);
-    bloom_free(oursb);
+    for (int im = 0; im < NIMPL; im++)
+        r->ins[im][T1] = r->ins[im][T2] = no_timing;
+    for (int i = 0; i < nf; i++) {
+        /* the chunks are the repetitions; a short last chunk is left out */
+        size_t use = f[i].chunks == nchunks && n % CHUNK && nchunks > 1 ? nchunks - 1 : f[i].chunks;
+        r->ins[f[i].impl][f[i].nt - 1] = median_timing(f[i].per_chunk, use);
+        free(f[i].per_chunk);
+    }
+    /* the copies must hold every key they were given */
+    for (int i = 0; i < nf; i++) {
+        if (!f[i].owned)
+            continue;
+        uint64_t upto = f[i].chunks == nchunks ? n : (uint64_t)f[i].chunks * CHUNK;
+        uint64_t sample = upto < 1000000 ? upto : 1000000;
+        gen_range(&ks, 'p', upto - sample, (size_t)sample);
+        target tq = f[i].t;
+        r->fn[tq.impl] += sample - run_keys(&tq, &ks, 0, ks.n, 0);
+        if (tq.ours != NULL)
+            bloom_free(tq.ours);
+        else
+            km_free(tq.km);
+    }
 
-    r->have[OURS] = r->have[BATCH] = r->have[LIB] = 1;
-    r->have[KM] = kf != NULL;
+    r->have[OURS] = r->have[BATCH] = 1;
+    r->have[LIB] = with_lib;
+    r->have[KM] = r->have[KMB] = kf != NULL;
     bloom_stats st;
     bloom_stats_get(ours, &st);
     bloom_stage_info si;
@@ -529,19 +590,22 @@ static void run_size(result *r, const char *label, uint64_t n, int with_km, size
     r->bpk[OURS] = r->bpk[BATCH] = (double)st.bits / (double)n;
     r->mbytes[OURS] = r->mbytes[BATCH] = (double)st.bits / 8 / 1048576.0;
     r->k[OURS] = r->k[BATCH] = (int)si.k;
-    r->bpk[LIB] = (double)lib.bits / (double)n;
-    r->mbytes[LIB] = (double)lib.bytes / 1048576.0;
-    r->k[LIB] = lib.hashes;
+    if (with_lib) {
+        r->bpk[LIB] = (double)lib.bits / (double)n;
+        r->mbytes[LIB] = (double)lib.bytes / 1048576.0;
+        r->k[LIB] = lib.hashes;
+    }
     if (kf) {
-        r->bpk[KM] = (double)kf->m / (double)n;
-        r->mbytes[KM] = (double)kf->m / 8 / 1048576.0;
-        r->k[KM] = (int)kf->k;
+        r->bpk[KM] = r->bpk[KMB] = (double)kf->m / (double)n;
+        r->mbytes[KM] = r->mbytes[KMB] = (double)kf->m / 8 / 1048576.0;
+        r->k[KM] = r->k[KMB] = (int)kf->k;
     }
 
     fprintf(stderr, "[%s] queries\n", label);
-    target *tq[NIMPL] = { &t_ours, NULL, &t_lib, &t_km };
-    target t_batchq = { BATCH, ours, NULL, NULL };
-    tq[BATCH] = &t_batchq;
+    target tq[NIMPL] = {
+        { OURS, ours, NULL, NULL }, { BATCH, ours, NULL, NULL }, { LIB, NULL, &lib, NULL },
+        { KM, NULL, NULL, kf },     { KMB, NULL, NULL, kf },
+    };
     timing *v = calloc(reps, sizeof(timing));
     for (int mi = 0; mi < 3; mi++) {
         keyset qs = { 0 };
@@ -550,12 +614,8 @@ static void run_size(result *r, const char *label, uint64_t n, int with_km, size
             if (!r->have[im])
                 continue;
             for (int nt = 1; nt <= 2; nt++) {
-                if (im == BATCH && nt == 2) {
-                    r->q[im][T2][mi] = no_timing;
-                    continue;
-                }
                 for (unsigned rep = 0; rep < reps; rep++) {
-                    v[rep] = timed_run(tq[im], &qs, 0, nt, &yes);
+                    v[rep] = timed_run(&tq[im], &qs, 0, nt, &yes);
                     if (yes < present)
                         r->fn[im] += present - yes;
                 }
@@ -572,17 +632,19 @@ static void run_size(result *r, const char *label, uint64_t n, int with_km, size
     for (uint64_t first = 0; first < fpr_keys; first += CHUNK) {
         size_t m = (size_t)(fpr_keys - first < CHUNK ? fpr_keys - first : CHUNK);
         gen_range(&ks, 'a', first, m);
-        fp[OURS] += run_keys(&t_ours, &ks, 0, m, 0);
-        fp[LIB] += run_keys(&t_lib, &ks, 0, m, 0);
+        fp[OURS] += run_keys(&tq[OURS], &ks, 0, m, 0);
+        if (with_lib)
+            fp[LIB] += run_keys(&tq[LIB], &ks, 0, m, 0);
         if (kf)
-            fp[KM] += run_keys(&t_km, &ks, 0, m, 0);
+            fp[KM] += run_keys(&tq[KM], &ks, 0, m, 0);
     }
     r->fpr[OURS] = r->fpr[BATCH] = (double)fp[OURS] / (double)fpr_keys;
     r->fpr[LIB] = (double)fp[LIB] / (double)fpr_keys;
-    r->fpr[KM] = (double)fp[KM] / (double)fpr_keys;
+    r->fpr[KM] = r->fpr[KMB] = (double)fp[KM] / (double)fpr_keys;
     keyset_free(&ks);
     bloom_free(ours);
-    lb_free(&lib);
+    if (with_lib)
+        lb_free(&lib);
     if (kf)
         km_free(kf);
 }
@@ -593,7 +655,7 @@ typedef struct chain_result {
     uint64_t n0, at1024, full;
     double fpr1024, bpk1024, fpr_full, bpk_full, model_full;
     double single_bpk, single_fpr;
-    unsigned stages;
+    unsigned stages, stages1024;
     uint64_t fn;
 } chain_result;
 
@@ -635,6 +697,7 @@ static void run_chain(chain_result *c, uint64_t n0, uint64_t fpr_keys)
         if (first == c->at1024) {
             bloom_stats_get(bf, &st);
             c->bpk1024 = (double)st.bits / (double)first;
+            c->stages1024 = st.stages_total;
             c->fpr1024 = fpr_of(bf, fpr_keys / 4, &ks);
         }
     }
@@ -690,74 +753,97 @@ static void ratio_cell(double lib, double ours)
 static double cpu_speedup(timing one, timing two) { return 2.0 * one.cpu / two.cpu; }
 static double wall_speedup(timing one, timing two) { return one.wall / two.wall; }
 
+/* Ratio columns: numerator / denominator (slower / faster: "how many times
+ * faster crawld is"). */
+static const int ratio_cols[][2] = { { LIB, OURS }, { LIB, BATCH }, { KM, OURS }, { KMB, BATCH } };
+#define NRATIO (sizeof ratio_cols / sizeof ratio_cols[0])
+
+typedef double (*row_fn)(const result *r, int impl);
+
+static void print_row(const result *r, const char *name, row_fn fn, int prec, const char *suffix,
+                      int ratios)
+{
+    printf("| %s |", name);
+    for (int i = 0; i < NIMPL; i++)
+        if (r->have[i])
+            cell(fn(r, i), prec, suffix);
+    for (size_t c = 0; c < NRATIO; c++) {
+        int a = ratio_cols[c][0], b = ratio_cols[c][1];
+        if (!r->have[a] || !r->have[b])
+            continue;
+        if (ratios)
+            ratio_cell(fn(r, a), fn(r, b));
+        else
+            printf(" |");
+    }
+    printf("\n");
+}
+
+static int row_nt, row_mix; /* the thread count and mix the row functions read */
+static double f_mem(const result *r, int i) { return r->mbytes[i]; }
+static double f_bpk(const result *r, int i) { return r->bpk[i]; }
+static double f_k(const result *r, int i) { return r->k[i]; }
+static double f_fpr(const result *r, int i) { return 100.0 * r->fpr[i]; }
+static double f_ins(const result *r, int i) { return r->ins[i][row_nt].cpu; }
+static double f_q(const result *r, int i) { return r->q[i][row_nt][row_mix].cpu; }
+static double f_qwall(const result *r, int i) { return r->q[i][T1][1].wall; }
+static double f_q100_0(const result *r, int i) { return r->q[i][T1][2].cpu / r->q[i][T1][0].cpu; }
+static double f_sp_ins(const result *r, int i) { return cpu_speedup(r->ins[i][T1], r->ins[i][T2]); }
+static double f_sp_q(const result *r, int i) { return cpu_speedup(r->q[i][T1][1], r->q[i][T2][1]); }
+static double f_wsp_q(const result *r, int i) { return wall_speedup(r->q[i][T1][1], r->q[i][T2][1]); }
+static double f_cores(const result *r, int i) { return r->q[i][T2][1].cores; }
+
 static void print_size(const result *r)
 {
     printf("\n### %s: n = %llu, p = 1%%\n\n", r->label, (unsigned long long)r->n);
-    printf("ns = CPU time per key and thread (median); see the notes below the tables.\n\n");
-    printf("| measure | crawld | crawld batched | libbloom | classic k-probe | libbloom / crawld |\n");
-    printf("|---|---:|---:|---:|---:|---:|\n");
-    printf("| memory (MiB) |");
+    printf("| measure |");
     for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? r->mbytes[i] : NAN, 1, "");
-    printf(" |\n| bits per key |");
+        if (r->have[i])
+            printf(" %s |", impl_name[i]);
+    for (size_t c = 0; c < NRATIO; c++)
+        if (r->have[ratio_cols[c][0]] && r->have[ratio_cols[c][1]])
+            printf(" %s / %s |", impl_name[ratio_cols[c][0]], impl_name[ratio_cols[c][1]]);
+    printf("\n|---|");
     for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? r->bpk[i] : NAN, 2, "");
-    printf(" |\n| k |");
-    for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? r->k[i] : NAN, 0, "");
-    printf(" |\n| measured FPR |");
-    for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? 100.0 * r->fpr[i] : NAN, 3, "%");
-    printf(" |\n");
-    for (int nt = 0; nt < 2; nt++) {
-        printf("| ns/insert, %d thread%s |", nt + 1, nt ? "s" : "");
-        for (int i = 0; i < NIMPL; i++)
-            cell(r->have[i] ? r->ins[i][nt].cpu : NAN, 1, "");
-        ratio_cell(r->ins[LIB][nt].cpu, r->ins[OURS][nt].cpu);
-        printf("\n");
-        for (int mi = 0; mi < 3; mi++) {
-            printf("| ns/query, %u%% present, %d thread%s |", mixes[mi], nt + 1, nt ? "s" : "");
-            for (int i = 0; i < NIMPL; i++)
-                cell(r->have[i] ? r->q[i][nt][mi].cpu : NAN, 1, "");
-            ratio_cell(r->q[LIB][nt][mi].cpu, r->q[OURS][nt][mi].cpu);
-            printf("\n");
+        if (r->have[i])
+            printf("---:|");
+    for (size_t c = 0; c < NRATIO; c++)
+        if (r->have[ratio_cols[c][0]] && r->have[ratio_cols[c][1]])
+            printf("---:|");
+    printf("\n");
+    print_row(r, "memory (MiB)", f_mem, 1, "", 0);
+    print_row(r, "bits per key", f_bpk, 2, "", 0);
+    print_row(r, "k (bits set per key)", f_k, 0, "", 0);
+    print_row(r, "measured FPR", f_fpr, 3, "%", 0);
+    char name[96];
+    for (row_nt = 0; row_nt < 2; row_nt++) {
+        snprintf(name, sizeof name, "ns/insert, %d thread%s", row_nt + 1, row_nt ? "s" : "");
+        print_row(r, name, f_ins, 1, "", 1);
+        for (row_mix = 0; row_mix < 3; row_mix++) {
+            snprintf(name, sizeof name, "ns/query, %u%% present, %d thread%s", mixes[row_mix],
+                     row_nt + 1, row_nt ? "s" : "");
+            print_row(r, name, f_q, 1, "", 1);
         }
     }
-    printf("| query 100%% / 0%% present, 1 thread |");
-    for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? r->q[i][T1][2].cpu / r->q[i][T1][0].cpu : NAN, 2, "");
-    printf(" |\n| 2-thread speedup, insert (CPU time) |");
-    for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? cpu_speedup(r->ins[i][T1], r->ins[i][T2]) : NAN, 2, "x");
-    printf(" |\n| 2-thread speedup, query 50%% (CPU time) |");
-    for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? cpu_speedup(r->q[i][T1][1], r->q[i][T2][1]) : NAN, 2, "x");
-    printf(" |\n| 2-thread speedup, insert (wall clock) |");
-    for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? wall_speedup(r->ins[i][T1], r->ins[i][T2]) : NAN, 2, "x");
-    printf(" |\n| 2-thread speedup, query 50%% (wall clock) |");
-    for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? wall_speedup(r->q[i][T1][1], r->q[i][T2][1]) : NAN, 2, "x");
-    printf(" |\n| cores the 2-thread query run got |");
-    for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? r->q[i][T2][1].cores : NAN, 2, "");
-    printf(" |\n| wall ns/query 50%%, 1 thread |");
-    for (int i = 0; i < NIMPL; i++)
-        cell(r->have[i] ? r->q[i][T1][1].wall : NAN, 1, "");
-    ratio_cell(r->q[LIB][T1][1].wall, r->q[OURS][T1][1].wall);
-    printf("\n");
+    print_row(r, "query time 100% / 0% present", f_q100_0, 2, "", 0);
+    print_row(r, "2-thread speedup, insert (CPU time)", f_sp_ins, 2, "x", 0);
+    print_row(r, "2-thread speedup, query 50% (CPU time)", f_sp_q, 2, "x", 0);
+    print_row(r, "2-thread speedup, query 50% (wall clock)", f_wsp_q, 2, "x", 0);
+    print_row(r, "cores the 2-thread query run got", f_cores, 2, "", 0);
+    print_row(r, "wall-clock ns/query, 50%, 1 thread", f_qwall, 1, "", 1);
     for (int i = 0; i < NIMPL; i++)
         if (r->fn[i])
             printf("\n**%s: %llu false negatives!**\n", impl_name[i], (unsigned long long)r->fn[i]);
 }
 
-static double worst_ratio(const result *r, int insert)
+/* libbloom's time / ours (impl OURS or BATCH), the worst over the query mixes. */
+static double speed_ratio(const result *r, int impl, int insert)
 {
     if (insert)
-        return r->ins[LIB][T1].cpu / r->ins[OURS][T1].cpu;
-    double worst = INFINITY; /* the smallest libbloom/crawld query ratio over mixes */
+        return r->ins[LIB][T1].cpu / r->ins[impl][T1].cpu;
+    double worst = INFINITY;
     for (int mi = 0; mi < 3; mi++) {
-        double x = r->q[LIB][T1][mi].cpu / r->q[OURS][T1][mi].cpu;
+        double x = r->q[LIB][T1][mi].cpu / r->q[impl][T1][mi].cpu;
         if (x < worst)
             worst = x;
     }
@@ -782,36 +868,76 @@ static void loadavg(const char *when)
     printf("load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
 }
 
+static void speed_goals(const result *r, const char *where, double want)
+{
+    char what[128];
+    for (int impl = OURS; impl <= BATCH; impl++) {
+        const char *how = impl == OURS ? "one call per key" : "batched calls";
+        double q = speed_ratio(r, impl, 0), i = speed_ratio(r, impl, 1);
+        snprintf(what, sizeof what, "queries >= %.0fx libbloom %s, worst mix (%s)", want, where, how);
+        goal(what, q >= want, q, 1, "x");
+        snprintf(what, sizeof what, "inserts >= %.0fx libbloom %s (%s)", want, where, how);
+        goal(what, i >= want, i, 1, "x");
+    }
+}
+
+static void size_goals(const result *r, const char *where)
+{
+    char what[128];
+    for (int impl = OURS; impl <= BATCH; impl++) {
+        const char *how = impl == OURS ? "one call per key" : "batched calls";
+        double d = fabs(r->q[impl][T1][2].cpu / r->q[impl][T1][0].cpu - 1);
+        snprintf(what, sizeof what, "query time 0%% vs 100%% present within 15%%, %s (%s)", where, how);
+        goal(what, d <= 0.15, 100 * d, 0, "%");
+    }
+    for (int impl = OURS; impl <= BATCH; impl++) {
+        const char *how = impl == OURS ? "one call per key" : "batched calls";
+        double q = cpu_speedup(r->q[impl][T1][1], r->q[impl][T2][1]);
+        double i = cpu_speedup(r->ins[impl][T1], r->ins[impl][T2]);
+        snprintf(what, sizeof what, "2 threads >= 1.8x one, queries, CPU time, %s (%s)", where, how);
+        goal(what, q >= 1.8, q, 2, "x");
+        snprintf(what, sizeof what, "2 threads >= 1.8x one, inserts, CPU time, %s (%s)", where, how);
+        goal(what, i >= 1.8, i, 2, "x");
+    }
+    double qw = wall_speedup(r->q[BATCH][T1][1], r->q[BATCH][T2][1]);
+    snprintf(what, sizeof what, "2 threads >= 1.8x one, queries, wall clock (got %.2f cores), %s",
+             r->q[BATCH][T2][1].cores, where);
+    goal(what, qw >= 1.8, qw, 2, "x");
+}
+
 int main(void)
 {
     uint64_t big = env_u64("BLOOM_BENCH_BIG", 224000000);
     uint64_t small = env_u64("BLOOM_BENCH_SMALL", 6500000);
+    uint64_t mid = env_u64("BLOOM_BENCH_MID", 48000000);
     unsigned reps = (unsigned)env_u64("BLOOM_BENCH_REPS", 5);
     size_t qn = (size_t)env_u64("BLOOM_BENCH_QUERIES", 2000000);
     uint64_t fpr_keys = env_u64("BLOOM_BENCH_FPR_KEYS", 10000000);
     uint64_t n0 = env_u64("BLOOM_BENCH_CHAIN_N0", 4096);
-    if (big > 224000000) /* libbloom stores its bit count in an int */
+    size_t partial = (size_t)env_u64("BLOOM_BENCH_PARTIAL_CHUNKS", 24);
+    if (big > 224000000) /* libbloom keeps its bit count in an int: 2^31 bits */
         big = 224000000;
     load_libbloom();
     double t0 = now();
-    printf("bench_bloom: crawld Bloom filter vs libbloom %s; %u reps per query figure, "
-           "%zu keys per query run, FPR over %llu never-inserted keys\n",
-           "1.6 (dlopen)", reps, qn, (unsigned long long)fpr_keys);
+    printf("bench_bloom: crawld's Bloom filter vs libbloom 1.6; %u runs of %zu keys per query "
+           "figure; FPR over %llu never-inserted keys\n", reps, qn, (unsigned long long)fpr_keys);
     loadavg("at start");
-    result rs, rb;
+    result rs, rb, rm;
     chain_result ch;
-    run_size(&rs, "In cache", small, 1, qn, reps, fpr_keys);
-    run_size(&rb, "Out of cache", big, 1, qn, reps, fpr_keys);
+    run_size(&rs, "In cache (~8 MB)", small, 1, 1, 0, qn, reps, fpr_keys);
+    run_size(&rb, "Out of cache (>= 256 MB)", big, 1, 0, partial, qn, reps, fpr_keys);
+    run_size(&rm, "Layout: blocked vs k-probe, out of cache", mid, 0, 1, partial, qn, reps, fpr_keys);
     run_chain(&ch, n0, fpr_keys);
     loadavg("at end");
 
     print_size(&rs);
     print_size(&rb);
+    print_size(&rm);
     printf("\n### Scalable chain (1 shard, s = 2, r = 0.85, p = 1%%, first stage %llu keys)\n\n",
            (unsigned long long)ch.n0);
     printf("| filter | keys | stages | bits/key | measured FPR | model FPR |\n|---|---:|---:|---:|---:|---:|\n");
-    printf("| chain at 1024 x n0 | %llu | | %.2f | %.3f%% | |\n", (unsigned long long)ch.at1024,
-           ch.bpk1024, 100 * ch.fpr1024);
+    printf("| chain at 1024 x n0 | %llu | %u | %.2f | %.3f%% | |\n", (unsigned long long)ch.at1024,
+           ch.stages1024, ch.bpk1024, 100 * ch.fpr1024);
     printf("| chain, newest stage full | %llu | %u | %.2f | %.3f%% | %.3f%% |\n",
            (unsigned long long)ch.full, ch.stages, ch.bpk_full, 100 * ch.fpr_full,
            100 * ch.model_full);
@@ -823,42 +949,30 @@ int main(void)
         printf("\n**chain: %llu false negatives!**\n", (unsigned long long)ch.fn);
 
     printf("\n### Goals\n\n| goal | measured | |\n|---|---:|---|\n");
-    goal("queries >= 5x libbloom in cache (worst mix)", worst_ratio(&rs, 0) >= 5, worst_ratio(&rs, 0), 1, "x");
-    goal("queries >= 8x libbloom out of cache (worst mix)", worst_ratio(&rb, 0) >= 8, worst_ratio(&rb, 0), 1, "x");
-    goal("inserts >= 5x libbloom in cache", worst_ratio(&rs, 1) >= 5, worst_ratio(&rs, 1), 1, "x");
-    goal("inserts >= 8x libbloom out of cache", worst_ratio(&rb, 1) >= 8, worst_ratio(&rb, 1), 1, "x");
-    goal("bits per key <= 10.1 at 1% (out of cache)", rb.bpk[OURS] <= 10.1, rb.bpk[OURS], 2, "");
+    speed_goals(&rs, "in cache", 5);
+    speed_goals(&rb, "out of cache", 8);
     goal("bits per key <= 10.1 at 1% (in cache)", rs.bpk[OURS] <= 10.1, rs.bpk[OURS], 2, "");
-    double worst_fpr = rs.fpr[OURS] > rb.fpr[OURS] ? rs.fpr[OURS] : rb.fpr[OURS];
-    goal("measured FPR <= 1.00% (worst of both sizes)", worst_fpr <= 0.01, 100 * worst_fpr, 3, "%");
-    for (int which = 0; which < 2; which++) {
-        const result *r = which ? &rb : &rs;
-        const char *where = which ? "out of cache" : "in cache";
-        char what[96];
-        double d = fabs(r->q[OURS][T1][2].cpu / r->q[OURS][T1][0].cpu - 1);
-        snprintf(what, sizeof what, "query 0%% vs 100%% present within 15%% (%s)", where);
-        goal(what, d <= 0.15, 100 * d, 0, "%");
-        double qs = cpu_speedup(r->q[OURS][T1][1], r->q[OURS][T2][1]);
-        double is = cpu_speedup(r->ins[OURS][T1], r->ins[OURS][T2]);
-        snprintf(what, sizeof what, "2 threads >= 1.8x one, query, CPU time (%s)", where);
-        goal(what, qs >= 1.8, qs, 2, "x");
-        snprintf(what, sizeof what, "2 threads >= 1.8x one, insert, CPU time (%s)", where);
-        goal(what, is >= 1.8, is, 2, "x");
-        double qw = wall_speedup(r->q[OURS][T1][1], r->q[OURS][T2][1]);
-        snprintf(what, sizeof what, "2 threads >= 1.8x one, query, wall clock at %.1f cores (%s)",
-                 r->q[OURS][T2][1].cores, where);
-        goal(what, qw >= 1.8, qw, 2, "x");
-    }
-    goal("chain at 1024x: FPR <= 1% (newest stage full)", ch.fpr_full <= 0.01, 100 * ch.fpr_full, 3, "%");
-    goal("chain bits/key <= 1.8x single filter", ch.bpk_full / ch.single_bpk <= 1.8,
+    goal("bits per key <= 10.1 at 1% (out of cache)", rb.bpk[OURS] <= 10.1, rb.bpk[OURS], 2, "");
+    goal("measured FPR <= 1.00% (in cache)", rs.fpr[OURS] <= 0.01, 100 * rs.fpr[OURS], 3, "%");
+    goal("measured FPR <= 1.00% (out of cache)", rb.fpr[OURS] <= 0.01, 100 * rb.fpr[OURS], 3, "%");
+    size_goals(&rs, "in cache");
+    size_goals(&rb, "out of cache");
+    goal("chain grown to 1024x: FPR <= 1% (newest stage full)", ch.fpr_full <= 0.01,
+         100 * ch.fpr_full, 3, "%");
+    goal("chain grown to 1024x: FPR <= 1% (at 1024 x n0 keys)", ch.fpr1024 <= 0.01,
+         100 * ch.fpr1024, 3, "%");
+    goal("chain bits/key <= 1.8x single filter (newest stage full)", ch.bpk_full / ch.single_bpk <= 1.8,
          ch.bpk_full / ch.single_bpk, 2, "x");
-    printf("\nNotes: ns figures are CPU time of the timed threads (CLOCK_THREAD_CPUTIME_ID), so time\n"
-           "the shared machine gave to other processes is not counted; wall-clock figures and the\n"
-           "cores a 2-thread run actually got are shown beside them. \"CPU time\" speedup is\n"
+    printf("\nNotes: ns figures are the CPU time of the timed threads (CLOCK_THREAD_CPUTIME_ID), so\n"
+           "time the shared machine gave to other processes is not counted; the wall-clock row and\n"
+           "the cores a 2-thread run actually got are shown beside them. The CPU-time speedup is\n"
            "2 x (1-thread ns) / (2-thread ns per key and thread): the gain with two free cores,\n"
-           "including any slowdown the two threads cause each other. Inserts are the median over\n"
-           "1M-key chunks of a full fill; queries the median of %u runs of %zu keys. libbloom is\n"
-           "not safe for concurrent adds, so it has no 2-thread insert figure.\n", reps, qn);
+           "including any slowdown the two threads cause each other. Inserts: median over 1M-key\n"
+           "chunks of a fill (copies timed only for inserts get the first %zu chunks); queries:\n"
+           "median of %u runs. \"batched\" = bloom_add_many/bloom_query_many on 64 fingerprints at\n"
+           "a time (the hashing is included). libbloom is not safe for concurrent adds: no\n"
+           "2-thread insert figure. k-probe = Kirsch-Mitzenmacher double hashing over the whole\n"
+           "array, on the same XXH3 fingerprint and the same atomics.\n", partial, reps);
     printf("\nbench_bloom: %.0f s in all\n", now() - t0);
     return 0;
 }

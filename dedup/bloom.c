@@ -284,21 +284,21 @@ static struct stage *stage_alloc(unsigned index, uint64_t nblocks, unsigned k, u
     if (st == NULL)
         return NULL;
     uint64_t bytes = nblocks * 64u * lines;
-    size_t total = (size_t)bytes + NSLOT * sizeof(struct slot) + 128;
+    /* stages of 2 MB and more start on a 2 MB boundary and ask for
+     * transparent huge pages: a random probe then rarely misses the TLB.
+     * The padding is never touched, so it costs address space only. */
+    uint64_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 128;
+    size_t total = (size_t)(bytes + NSLOT * sizeof(struct slot) + align);
     st->raw = cr_calloc(1, total);
     if (st->raw == NULL) {
         cr_free(st);
         return NULL;
     }
-    uintptr_t base = ((uintptr_t)st->raw + 127) & ~(uintptr_t)127;
+    uintptr_t base = ((uintptr_t)st->raw + align - 1) & ~(uintptr_t)(align - 1);
     st->words = (_Atomic uint64_t *)base;
     st->slots = (struct slot *)(base + bytes);
-    if (bytes >= 4 * HUGE_PAGE) { /* large stages: ask for transparent huge pages */
-        uintptr_t hs = (base + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-        uintptr_t he = (base + bytes) & ~(uintptr_t)(HUGE_PAGE - 1);
-        if (he > hs)
-            (void)madvise((void *)hs, he - hs, MADV_HUGEPAGE);
-    }
+    if (align == HUGE_PAGE)
+        (void)madvise((void *)base, (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
     st->nblocks = nblocks;
     st->capacity = capacity;
     uint64_t q = 1;
