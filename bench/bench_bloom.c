@@ -530,19 +530,20 @@ static void run_size(result *r, const char *label, uint64_t n, int with_lib, int
     }
     bloom *ours = ours_new(n, 0.01);
     km *kf = with_km ? km_new(n, 0.01) : NULL;
-    /* ours, libbloom and k-probe are filled completely by one thread and then
-     * answer the queries; the other copies only time inserts */
+    /* ours (batched), libbloom and k-probe (batched) are filled completely by
+     * one thread and then answer the queries; the other copies only time
+     * inserts, over the first `part` chunks */
     struct fill f[8];
     int nf = 0;
-    f[nf++] = (struct fill){ { OURS, ours, NULL, NULL }, 1, OURS, nchunks, 0, NULL };
+    f[nf++] = (struct fill){ { BATCH, ours, NULL, NULL }, 1, BATCH, nchunks, 0, NULL };
     if (with_lib)
         f[nf++] = (struct fill){ { LIB, NULL, &lib, NULL }, 1, LIB, nchunks, 0, NULL };
+    f[nf++] = (struct fill){ { OURS, ours_new(n, 0.01), NULL, NULL }, 1, OURS, part, 1, NULL };
     f[nf++] = (struct fill){ { OURS, ours_new(n, 0.01), NULL, NULL }, 2, OURS, part, 1, NULL };
-    f[nf++] = (struct fill){ { BATCH, ours_new(n, 0.01), NULL, NULL }, 1, BATCH, part, 1, NULL };
     f[nf++] = (struct fill){ { BATCH, ours_new(n, 0.01), NULL, NULL }, 2, BATCH, part, 1, NULL };
     if (kf) {
-        f[nf++] = (struct fill){ { KM, NULL, NULL, kf }, 1, KM, nchunks, 0, NULL };
-        f[nf++] = (struct fill){ { KMB, NULL, NULL, km_new(n, 0.01) }, 1, KMB, part, 1, NULL };
+        f[nf++] = (struct fill){ { KMB, NULL, NULL, kf }, 1, KMB, nchunks, 0, NULL };
+        f[nf++] = (struct fill){ { KM, NULL, NULL, km_new(n, 0.01) }, 1, KM, part, 1, NULL };
         f[nf++] = (struct fill){ { KMB, NULL, NULL, km_new(n, 0.01) }, 2, KMB, part, 1, NULL };
     }
     for (int i = 0; i < nf; i++)
@@ -606,25 +607,31 @@ static void run_size(result *r, const char *label, uint64_t n, int with_lib, int
         { OURS, ours, NULL, NULL }, { BATCH, ours, NULL, NULL }, { LIB, NULL, &lib, NULL },
         { KM, NULL, NULL, kf },     { KMB, NULL, NULL, kf },
     };
-    timing *v = calloc(reps, sizeof(timing));
-    for (int mi = 0; mi < 3; mi++) {
-        keyset qs = { 0 };
-        size_t present = gen_queries(&qs, qn, mixes[mi], n, (uint64_t)mi + 1);
-        for (int im = 0; im < NIMPL; im++) {
-            if (!r->have[im])
-                continue;
-            for (int nt = 1; nt <= 2; nt++) {
-                for (unsigned rep = 0; rep < reps; rep++) {
-                    v[rep] = timed_run(&tq[im], &qs, 0, nt, &yes);
-                    if (yes < present)
-                        r->fn[im] += present - yes;
+    /* repetition outermost, so a change in the machine's load hits every
+     * filter and mix alike */
+    keyset qs[3];
+    size_t present[3];
+    memset(qs, 0, sizeof qs);
+    for (int mi = 0; mi < 3; mi++)
+        present[mi] = gen_queries(&qs[mi], qn, mixes[mi], n, (uint64_t)mi + 1);
+    timing *v = calloc((size_t)NIMPL * 2 * 3 * reps, sizeof(timing));
+#define V(im, nt, mi, rep) v[(((size_t)(im) * 2 + (size_t)(nt)) * 3 + (size_t)(mi)) * reps + (rep)]
+    for (unsigned rep = 0; rep < reps; rep++)
+        for (int mi = 0; mi < 3; mi++)
+            for (int im = 0; im < NIMPL; im++)
+                for (int nt = 1; r->have[im] && nt <= 2; nt++) {
+                    V(im, nt - 1, mi, rep) = timed_run(&tq[im], &qs[mi], 0, nt, &yes);
+                    if (yes < present[mi])
+                        r->fn[im] += present[mi] - yes;
                 }
-                r->q[im][nt - 1][mi] = median_timing(v, reps);
-            }
-        }
-        keyset_free(&qs);
-    }
+    for (int im = 0; im < NIMPL; im++)
+        for (int nt = 0; r->have[im] && nt < 2; nt++)
+            for (int mi = 0; mi < 3; mi++)
+                r->q[im][nt][mi] = median_timing(&V(im, nt, mi, 0), reps);
+#undef V
     free(v);
+    for (int mi = 0; mi < 3; mi++)
+        keyset_free(&qs[mi]);
 
     fprintf(stderr, "[%s] false-positive rate over %llu absent keys\n", label,
             (unsigned long long)fpr_keys);
@@ -911,7 +918,7 @@ int main(void)
     uint64_t small = env_u64("BLOOM_BENCH_SMALL", 6500000);
     uint64_t mid = env_u64("BLOOM_BENCH_MID", 48000000);
     unsigned reps = (unsigned)env_u64("BLOOM_BENCH_REPS", 5);
-    size_t qn = (size_t)env_u64("BLOOM_BENCH_QUERIES", 2000000);
+    size_t qn = (size_t)env_u64("BLOOM_BENCH_QUERIES", 1000000);
     uint64_t fpr_keys = env_u64("BLOOM_BENCH_FPR_KEYS", 10000000);
     uint64_t n0 = env_u64("BLOOM_BENCH_CHAIN_N0", 4096);
     size_t partial = (size_t)env_u64("BLOOM_BENCH_PARTIAL_CHUNKS", 24);
@@ -968,8 +975,9 @@ int main(void)
            "the cores a 2-thread run actually got are shown beside them. The CPU-time speedup is\n"
            "2 x (1-thread ns) / (2-thread ns per key and thread): the gain with two free cores,\n"
            "including any slowdown the two threads cause each other. Inserts: median over 1M-key\n"
-           "chunks of a fill (copies timed only for inserts get the first %zu chunks); queries:\n"
-           "median of %u runs. \"batched\" = bloom_add_many/bloom_query_many on 64 fingerprints at\n"
+           "chunks of a fill (full fills for crawld batched, libbloom and k-probe batched; the\n"
+           "copies timed only for inserts get the first %zu chunks); queries: median of %u runs,\n"
+           "interleaved. \"batched\" = bloom_add_many/bloom_query_many on 64 fingerprints at\n"
            "a time (the hashing is included). libbloom is not safe for concurrent adds: no\n"
            "2-thread insert figure. k-probe = Kirsch-Mitzenmacher double hashing over the whole\n"
            "array, on the same XXH3 fingerprint and the same atomics.\n", partial, reps);

