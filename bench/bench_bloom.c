@@ -18,9 +18,11 @@
  *
  * Environment: BLOOM_BENCH_BIG (n of the large filter, default 224000000:
  * libbloom's 2^31-bit cap allows at most ~224M keys at 1%),
- * BLOOM_BENCH_SMALL (default 6500000), BLOOM_BENCH_REPS (default 5),
- * BLOOM_BENCH_QUERIES (keys per query run, default 2000000),
- * BLOOM_BENCH_FPR_KEYS (default 10000000), BLOOM_BENCH_CHAIN_N0 (default 4096). */
+ * BLOOM_BENCH_SMALL (default 6500000), BLOOM_BENCH_MID (the layout
+ * comparison, default 32000000), BLOOM_BENCH_REPS (default 5),
+ * BLOOM_BENCH_QUERIES (keys per query run, default 500000),
+ * BLOOM_BENCH_FPR_KEYS (default 10000000), BLOOM_BENCH_CHAIN_N0 (default 4096),
+ * BLOOM_BENCH_PARTIAL_CHUNKS (chunks for the insert-only copies, default 24). */
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
@@ -68,6 +70,7 @@ static double clock_s(clockid_t id)
 }
 
 static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+static double bench_t0; /* for progress lines */
 /* CPU time of the calling thread: unlike the wall clock it does not count
  * the time other processes held the core (the machine is shared). */
 static double cpu_now(void) { return clock_s(CLOCK_THREAD_CPUTIME_ID); }
@@ -521,7 +524,7 @@ static void run_size(result *r, const char *label, uint64_t n, int with_lib, int
     r->n = n;
     size_t nchunks = (size_t)((n + CHUNK - 1) / CHUNK);
     size_t part = partial && partial < nchunks ? partial : nchunks;
-    fprintf(stderr, "[%s] n=%llu: filling\n", label, (unsigned long long)n);
+    fprintf(stderr, "[%.0f s] %s, n=%llu: filling\n", now() - bench_t0, label, (unsigned long long)n);
     struct libbloom_s lib;
     memset(&lib, 0, sizeof lib);
     if (with_lib && lb_init(&lib, (int)n, 0.01) != 0) {
@@ -602,7 +605,7 @@ static void run_size(result *r, const char *label, uint64_t n, int with_lib, int
         r->k[KM] = r->k[KMB] = (int)kf->k;
     }
 
-    fprintf(stderr, "[%s] queries\n", label);
+    fprintf(stderr, "[%.0f s] %s: queries\n", now() - bench_t0, label);
     target tq[NIMPL] = {
         { OURS, ours, NULL, NULL }, { BATCH, ours, NULL, NULL }, { LIB, NULL, &lib, NULL },
         { KM, NULL, NULL, kf },     { KMB, NULL, NULL, kf },
@@ -633,8 +636,8 @@ static void run_size(result *r, const char *label, uint64_t n, int with_lib, int
     for (int mi = 0; mi < 3; mi++)
         keyset_free(&qs[mi]);
 
-    fprintf(stderr, "[%s] false-positive rate over %llu absent keys\n", label,
-            (unsigned long long)fpr_keys);
+    fprintf(stderr, "[%.0f s] %s: false-positive rate over %llu absent keys\n", now() - bench_t0,
+            label, (unsigned long long)fpr_keys);
     uint64_t fp[NIMPL] = { 0 };
     for (uint64_t first = 0; first < fpr_keys; first += CHUNK) {
         size_t m = (size_t)(fpr_keys - first < CHUNK ? fpr_keys - first : CHUNK);
@@ -680,7 +683,8 @@ static double fpr_of(bloom *bf, uint64_t nkeys, keyset *ks)
 
 static void run_chain(chain_result *c, uint64_t n0, uint64_t fpr_keys)
 {
-    fprintf(stderr, "[chain] n0=%llu, growing to 2047 x n0\n", (unsigned long long)n0);
+    fprintf(stderr, "[%.0f s] chain: n0=%llu, growing to 2047 x n0\n", now() - bench_t0,
+            (unsigned long long)n0);
     memset(c, 0, sizeof *c);
     c->n0 = n0;
     c->at1024 = n0 * 1024;
@@ -916,9 +920,9 @@ int main(void)
 {
     uint64_t big = env_u64("BLOOM_BENCH_BIG", 224000000);
     uint64_t small = env_u64("BLOOM_BENCH_SMALL", 6500000);
-    uint64_t mid = env_u64("BLOOM_BENCH_MID", 48000000);
+    uint64_t mid = env_u64("BLOOM_BENCH_MID", 32000000);
     unsigned reps = (unsigned)env_u64("BLOOM_BENCH_REPS", 5);
-    size_t qn = (size_t)env_u64("BLOOM_BENCH_QUERIES", 1000000);
+    size_t qn = (size_t)env_u64("BLOOM_BENCH_QUERIES", 500000);
     uint64_t fpr_keys = env_u64("BLOOM_BENCH_FPR_KEYS", 10000000);
     uint64_t n0 = env_u64("BLOOM_BENCH_CHAIN_N0", 4096);
     size_t partial = (size_t)env_u64("BLOOM_BENCH_PARTIAL_CHUNKS", 24);
@@ -926,6 +930,7 @@ int main(void)
         big = 224000000;
     load_libbloom();
     double t0 = now();
+    bench_t0 = t0;
     printf("bench_bloom: crawld's Bloom filter vs libbloom 1.6; %u runs of %zu keys per query "
            "figure; FPR over %llu never-inserted keys\n", reps, qn, (unsigned long long)fpr_keys);
     loadavg("at start");
