@@ -1,0 +1,1531 @@
+/* storage/db: crawld.db, its schema, the single writer thread and readers.
+ *
+ * Design
+ * - One SQLite file in WAL mode (synchronous=NORMAL: a COMMIT survives a
+ *   killed process; only an OS crash may lose the last few). The state_dir
+ *   lock (flock on state_dir/crawld.lock) keeps a second crawld out: two
+ *   writers would reset each other's in-flight rows.
+ * - The writer thread owns `conn` and the prepared statements in `st`. Work
+ *   reaches it through `ring`, a bounded FIFO of struct op guarded by `mu`;
+ *   producers wait on `notfull`, the writer on `nonempty`. The writer moves
+ *   up to batch_size ops out of the ring (so producers can refill it while
+ *   it works), applies them between BEGIN IMMEDIATE and COMMIT, then runs
+ *   the callbacks and wakes the waiting callers, in queue order.
+ * - A failed statement or COMMIT rolls the whole batch back and every op in
+ *   it gets the error: nothing is ever reported as stored that was not
+ *   committed. The first error is kept (`sticky`) until db_flush() returns it.
+ * - A synchronous call waits on a struct waiter on its own stack (a condvar
+ *   used with `mu` and a count of its ops not yet done); the writer stores
+ *   each result through out_status/out_id under `mu`. Its strings are
+ *   borrowed, not copied, since the caller waits. Async ops own one
+ *   allocation (`mem`) holding their strings.
+ * - `counts` (committed rows per state) and the op/commit counters are
+ *   updated by the writer after each COMMIT from the batch's `delta`;
+ *   guarded by `mu`.
+ * - Readers are separate read-only connections, one per thread.
+ * Lock order: only `mu` exists; no SQLite call is made while holding it. */
+#include "storage/db.h"
+
+#include "common/alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DB_FILE "crawld.db"
+#define LOCK_FILE "crawld.lock"
+#define SCHEMA_VERSION 1
+#define APP_ID 0x43724c64 /* "CrLd" in PRAGMA application_id */
+#define BUSY_MS 10000
+#define ERRMSG_MAX 512
+#define WAL_PAGES 16384 /* checkpoint every 64 MiB of WAL (4 KiB pages) */
+
+/* The two frontier indexes leave seen_only rows out (the `crawld dedup`
+ * tool stores millions of them): they cost only the table and the UNIQUE
+ * url index. Every query meant to use these indexes repeats this term
+ * literally, since that is how SQLite matches a partial index. */
+#define INDEXED "state <> 4"
+_Static_assert(DB_STATE_SEEN_ONLY == 4, "INDEXED names the seen_only state");
+
+/* Schema steps: migrations[v] takes a version-v database to v + 1. */
+static const char *const migrations[SCHEMA_VERSION] = {
+    /* 0 -> 1 */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+    "CREATE TABLE urls("
+    " id INTEGER PRIMARY KEY,"
+    " url TEXT NOT NULL UNIQUE,"
+    " host TEXT NOT NULL,"
+    " depth INTEGER NOT NULL DEFAULT 0,"
+    " parent INTEGER,"
+    " kind INTEGER NOT NULL DEFAULT 0,"
+    " state INTEGER NOT NULL DEFAULT 0,"
+    " discovered_at INTEGER NOT NULL DEFAULT 0,"
+    " fetched_at INTEGER,"
+    " http_status INTEGER,"
+    " bytes INTEGER,"
+    " fetch_ms INTEGER,"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " error TEXT,"
+    " content_type TEXT);"
+    "CREATE INDEX urls_state ON urls(state, depth, id) WHERE " INDEXED ";"
+    "CREATE INDEX urls_host_state ON urls(host, state, depth, id) WHERE " INDEXED ";",
+};
+
+enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH };
+
+enum {
+    ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_INSERT, ST_FIND, ST_GETSTATE,
+    ST_OUTCOME, ST_SETSTATE, ST_COUNT
+};
+
+static const char *const writer_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_INSERT] = "INSERT OR IGNORE INTO urls(url, host, depth, parent, kind,"
+                  " state, discovered_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_FIND] = "SELECT id FROM urls WHERE url = ?1",
+    [ST_GETSTATE] = "SELECT state FROM urls WHERE id = ?1",
+    [ST_OUTCOME] = "UPDATE urls SET state = ?2, http_status = ?3, bytes = ?4,"
+                   " fetch_ms = ?5, attempts = ?6, fetched_at = ?7, error = ?8,"
+                   " content_type = ?9 WHERE id = ?1",
+    [ST_SETSTATE] = "UPDATE urls SET state = ?2 WHERE id = ?1",
+};
+
+/* A caller waiting for `pending` of its ops (on its stack; guarded by mu). */
+struct waiter {
+    pthread_cond_t cv; /* used with db.mu */
+    size_t pending;
+};
+
+struct op {
+    int type;
+    int status;     /* result, filled by the writer */
+    int64_t id;     /* OUTCOME/STATE: the target row; INSERT: the result */
+    const char *url;
+    size_t url_len;
+    const char *host;
+    size_t host_len;
+    const char *error; /* OUTCOME, may be NULL */
+    const char *ctype; /* OUTCOME, may be NULL */
+    void *mem;         /* owned copy of the strings, NULL when borrowed */
+    int64_t parent;
+    int64_t discovered_at;
+    int64_t bytes;
+    int64_t fetch_ms;
+    int64_t fetched_at;
+    int depth;
+    int kind;
+    int state;
+    int http_status;
+    int attempts;
+    db_done_fn cb;
+    void *ud;
+    struct waiter *w;   /* a waiting caller, or NULL */
+    int *out_status;    /* where the waiting caller wants status and id */
+    int64_t *out_id;
+};
+
+struct db {
+    char *dir;
+    char *path;
+    int lock_fd;
+    int64_t recovered;
+    int batch_size;
+    /* Writer thread only (the opening thread before it starts). */
+    sqlite3 *conn;
+    sqlite3_stmt *st[ST_COUNT];
+    struct op *batch;
+    int64_t delta[DB_STATE_COUNT];
+    pthread_t thread;
+    int thread_started;
+    /* Guarded by mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t nonempty;
+    pthread_cond_t notfull;
+    struct op *ring;
+    size_t cap;
+    size_t head;
+    size_t count;
+    int closing;
+    int sticky;
+    int last_code;
+    char errmsg[ERRMSG_MAX];
+    int64_t counts[DB_STATE_COUNT];
+    int64_t n_ops, n_commits, n_failed;
+};
+
+enum {
+    RST_EXISTS, RST_MAXID, RST_SCAN, RST_Q_SAME, RST_Q_DEEPER, RST_QH_SAME,
+    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_COUNT
+};
+
+#define ROW_COLS "id, url, host, depth, parent, kind, attempts"
+static const char *const reader_sql[RST_COUNT] = {
+    [RST_EXISTS] = "SELECT id FROM urls WHERE url = ?1",
+    [RST_MAXID] = "SELECT max(id) FROM urls",
+    [RST_SCAN] = "SELECT id, url FROM urls WHERE id > ?1 ORDER BY id",
+    [RST_Q_SAME] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"
+                   " AND depth = ?1 AND id > ?2 ORDER BY id",
+    [RST_Q_DEEPER] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"
+                     " AND depth > ?1 ORDER BY depth, id",
+    [RST_QH_SAME] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND host = ?3"
+                    " AND state = 0 AND depth = ?1 AND id > ?2 ORDER BY id",
+    [RST_QH_DEEPER] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND host = ?3"
+                      " AND state = 0 AND depth > ?1 ORDER BY depth, id",
+    [RST_HOSTS] = "SELECT host, state, count(*) FROM urls WHERE " INDEXED
+                  " GROUP BY host, state ORDER BY host, state",
+    [RST_HOST1] = "SELECT host, state, count(*) FROM urls WHERE " INDEXED
+                  " AND host = ?1 GROUP BY host, state",
+};
+
+struct db_reader {
+    sqlite3 *conn;
+    char *path;
+    sqlite3_stmt *st[RST_COUNT];
+};
+
+/* ---- small helpers ---- */
+
+static void msg(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void msg(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Maps an SQLite result code to a negative errno. */
+static int sql_errno(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_NOMEM: return -ENOMEM;
+    case SQLITE_FULL: return -ENOSPC;
+    case SQLITE_READONLY: return -EROFS;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return -EBADMSG;
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+    case SQLITE_CANTOPEN: return -EACCES;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return -EBUSY;
+    case SQLITE_TOOBIG: return -E2BIG;
+    default: return -EIO;
+    }
+}
+
+/* One line explaining SQLite error rc on conn about path. */
+static void sql_msg(char *err, size_t errlen, const char *path, const char *what,
+                    sqlite3 *conn, int rc)
+{
+    const char *detail = conn ? sqlite3_errmsg(conn) : sqlite3_errstr(rc);
+
+    switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+        msg(err, errlen, "%s is not an SQLite database (%s); refusing to use it:"
+            " move it away or choose another state_dir", path, detail);
+        break;
+    case SQLITE_CORRUPT:
+        msg(err, errlen, "%s is corrupt (%s) while %s", path, detail, what);
+        break;
+    case SQLITE_FULL:
+        msg(err, errlen, "%s: the disk is full (%s) while %s", path, detail, what);
+        break;
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+        msg(err, errlen, "%s: cannot write (%s) while %s; is state_dir writable?",
+            path, detail, what);
+        break;
+    default:
+        msg(err, errlen, "%s: %s while %s", path, detail, what);
+        break;
+    }
+}
+
+/* Creates dir and its missing parents with mode 0700. */
+static int make_dirs(const char *dir, char *err, size_t errlen)
+{
+    char *p = cr_strdup(dir);
+    int rc = 0;
+    struct stat sb;
+
+    if (p == NULL) {
+        msg(err, errlen, "out of memory creating state_dir %s", dir);
+        return -ENOMEM;
+    }
+    for (char *s = p + 1;; s++) {
+        char c = *s;
+        if (c != '/' && c != '\0')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+            rc = -errno;
+            if (strcmp(p, dir) == 0)
+                msg(err, errlen, "cannot create state_dir %s: %s", dir, strerror(errno));
+            else
+                msg(err, errlen, "cannot create state_dir %s: %s: %s", dir, p,
+                    strerror(errno));
+            goto out;
+        }
+        *s = c;
+        if (c == '\0')
+            break;
+    }
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        rc = -ENOTDIR;
+        msg(err, errlen, "state_dir %s is not a directory", dir);
+    }
+out:
+    cr_free(p);
+    return rc;
+}
+
+static char *join_path(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = cr_malloc(a + b + 2);
+
+    if (p == NULL)
+        return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+/* Runs a one-value query; *out gets column 0 as an integer (0 if NULL). */
+static int query_int(sqlite3 *c, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(c, sql, -1, &s, NULL);
+
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(s, 0);
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        *out = 0;
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* Row counts per state from the state index; seen_only rows are not in it,
+ * so they are max(id) minus the rest: ids are 1..N because rows are never
+ * deleted and SQLite gives a new row max(id) + 1. OUT: counts */
+static int count_states(sqlite3 *c, int64_t counts[DB_STATE_COUNT])
+{
+    sqlite3_stmt *s = NULL;
+    int64_t max = 0, sum = 0;
+    int rc;
+
+    memset(counts, 0, sizeof(int64_t) * DB_STATE_COUNT);
+    rc = query_int(c, "SELECT max(id) FROM urls", &max);
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = sqlite3_prepare_v2(c, "SELECT state, count(*) FROM urls WHERE " INDEXED
+                            " GROUP BY state", -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t st = sqlite3_column_int64(s, 0), n = sqlite3_column_int64(s, 1);
+        if (st >= 0 && st < DB_STATE_COUNT)
+            counts[st] = n;
+        sum += n;
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return rc;
+    counts[DB_STATE_SEEN_ONLY] = max - sum;
+    return SQLITE_OK;
+}
+
+/* Reads the schema version of a database that has tables; checks that it
+ * is a crawld database. Returns 0 with *version set, or < 0 with err set. */
+static int read_version(sqlite3 *c, const char *path, int64_t *version, char *err,
+                        size_t errlen)
+{
+    int64_t app = 0;
+    sqlite3_stmt *s = NULL;
+    int rc;
+
+    rc = query_int(c, "PRAGMA application_id", &app);
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, path, "reading its header", c, rc);
+        return sql_errno(rc);
+    }
+    if (app != APP_ID) {
+        msg(err, errlen, "%s is an SQLite database but not one crawld wrote"
+            " (application_id %lld); refusing to use it", path, (long long)app);
+        return -EBADMSG;
+    }
+    rc = sqlite3_prepare_v2(c, "SELECT value FROM meta WHERE key = 'schema_version'",
+                            -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW || sqlite3_column_type(s, 0) != SQLITE_INTEGER) {
+        msg(err, errlen, "%s has no valid schema_version in its meta table;"
+            " refusing to use it", path);
+        sqlite3_finalize(s);
+        return -EBADMSG;
+    }
+    *version = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    if (*version < 1) {
+        msg(err, errlen, "%s has an invalid schema_version %lld", path, (long long)*version);
+        return -EBADMSG;
+    }
+    if (*version > SCHEMA_VERSION) {
+        msg(err, errlen, "%s was written by a newer crawld (schema version %lld;"
+            " this build knows up to %d); refusing to touch it",
+            path, (long long)*version, SCHEMA_VERSION);
+        return -EPROTONOSUPPORT;
+    }
+    return 0;
+}
+
+/* Checks the file is readable as a database: the first read fails on a
+ * foreign file without writing anything to it. *ntables gets the count. */
+static int probe(sqlite3 *c, const char *path, int64_t *ntables, char *err, size_t errlen)
+{
+    int rc = query_int(c, "SELECT count(*) FROM sqlite_master", ntables);
+
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, path, "reading it", c, rc);
+        return sql_errno(rc);
+    }
+    return 0;
+}
+
+static int exec(sqlite3 *c, const char *sql, const char *path, const char *what,
+                char *err, size_t errlen)
+{
+    int rc = sqlite3_exec(c, sql, NULL, NULL, NULL);
+
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, path, what, c, rc);
+        return sql_errno(rc);
+    }
+    return 0;
+}
+
+/* Brings the schema from version `from` to SCHEMA_VERSION in one transaction. */
+static int migrate(sqlite3 *c, int64_t from, const char *path, char *err, size_t errlen)
+{
+    char sql[160];
+    int rc;
+
+    rc = exec(c, "BEGIN IMMEDIATE", path, "starting the schema update", err, errlen);
+    if (rc < 0)
+        return rc;
+    for (int64_t v = from; v < SCHEMA_VERSION; v++) {
+        rc = exec(c, migrations[v], path, "creating the schema", err, errlen);
+        if (rc < 0)
+            goto fail;
+    }
+    snprintf(sql, sizeof sql,
+             "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', %d);"
+             "PRAGMA application_id = %d; PRAGMA user_version = %d;",
+             SCHEMA_VERSION, APP_ID, SCHEMA_VERSION);
+    rc = exec(c, sql, path, "writing the schema version", err, errlen);
+    if (rc < 0)
+        goto fail;
+    if (from == 0) {
+        snprintf(sql, sizeof sql,
+                 "INSERT OR REPLACE INTO meta(key, value) VALUES('created_at', %lld)",
+                 (long long)now_ms());
+        rc = exec(c, sql, path, "writing the schema version", err, errlen);
+        if (rc < 0)
+            goto fail;
+    }
+    return exec(c, "COMMIT", path, "committing the schema", err, errlen);
+fail:
+    sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* Opens path with flags and the settings every connection shares. */
+static int open_conn(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
+{
+    sqlite3 *c = NULL;
+    int rc = sqlite3_open_v2(path, &c, flags | SQLITE_OPEN_NOMUTEX, NULL);
+
+    if (rc != SQLITE_OK) {
+        if (c == NULL) {
+            msg(err, errlen, "%s: out of memory opening it", path);
+            return -ENOMEM;
+        }
+        sql_msg(err, errlen, path, "opening it", c, rc);
+        sqlite3_close(c);
+        return sql_errno(rc);
+    }
+    sqlite3_extended_result_codes(c, 0);
+    sqlite3_busy_timeout(c, BUSY_MS);
+    *out = c;
+    return 0;
+}
+
+/* ---- open / close ---- */
+
+static void *writer_main(void *arg);
+
+static int check_opts(const db_opts *o, db_opts *out, char *err, size_t errlen)
+{
+    db_opts d = { 0 };
+
+    if (o != NULL)
+        d = *o;
+    if (d.cache_mb == 0)
+        d.cache_mb = 64;
+    if (d.batch_size == 0)
+        d.batch_size = 10000;
+    if (d.queue_cap == 0)
+        d.queue_cap = d.batch_size * 2 > 1024 ? d.batch_size * 2 : 1024;
+    if (d.cache_mb < 1 || d.cache_mb > 65536) {
+        msg(err, errlen, "cache_mb %d is out of range (1..65536)", d.cache_mb);
+        return -EINVAL;
+    }
+    if (d.batch_size < 1 || d.batch_size > 100000) {
+        msg(err, errlen, "batch_size %d is out of range (1..100000)", d.batch_size);
+        return -EINVAL;
+    }
+    if (d.queue_cap < 1 || d.queue_cap > 1000000) {
+        msg(err, errlen, "queue_cap %d is out of range (1..1000000)", d.queue_cap);
+        return -EINVAL;
+    }
+    *out = d;
+    return 0;
+}
+
+static int take_lock(db *d, char *err, size_t errlen)
+{
+    char *lp = join_path(d->dir, LOCK_FILE);
+    int rc = 0;
+
+    if (lp == NULL) {
+        msg(err, errlen, "out of memory opening the database in %s", d->dir);
+        return -ENOMEM;
+    }
+    d->lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (d->lock_fd < 0) {
+        rc = -errno;
+        msg(err, errlen, "cannot write to state_dir %s (%s: %s)", d->dir, lp, strerror(errno));
+        goto out;
+    }
+    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+        msg(err, errlen, "state_dir %s is in use by another crawld (%s is locked)",
+            d->dir, lp);
+    }
+out:
+    cr_free(lp);
+    return rc;
+}
+
+static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
+{
+    int64_t ntables = 0, version = 0, mode_ok = 0;
+    char sql[256];
+    sqlite3_stmt *s = NULL;
+    int rc;
+
+    rc = probe(d->conn, d->path, &ntables, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (ntables > 0) {
+        rc = read_version(d->conn, d->path, &version, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+    if (sqlite3_db_readonly(d->conn, "main") == 1) {
+        msg(err, errlen, "%s is read-only; crawld needs to write it", d->path);
+        return -EROFS;
+    }
+    rc = sqlite3_prepare_v2(d->conn, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *m = sqlite3_column_text(s, 0);
+        mode_ok = m != NULL && strcmp((const char *)m, "wal") == 0;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, d->path, "switching to WAL mode", d->conn, rc);
+        sqlite3_finalize(s);
+        return sql_errno(rc);
+    }
+    sqlite3_finalize(s);
+    if (!mode_ok) {
+        msg(err, errlen, "%s: cannot switch to WAL mode", d->path);
+        return -EIO;
+    }
+    snprintf(sql, sizeof sql,
+             "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;"
+             " PRAGMA cache_size = -%d; PRAGMA wal_autocheckpoint = %d;"
+             " PRAGMA journal_size_limit = %d;",
+             o->cache_mb * 1024, WAL_PAGES, WAL_PAGES * 4096);
+    rc = exec(d->conn, sql, d->path, "setting it up", err, errlen);
+    if (rc < 0)
+        return rc;
+    if (version < SCHEMA_VERSION) {
+        rc = migrate(d->conn, version, d->path, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Resets rows left in flight by a crash and loads the per-state counts. */
+static int recover(db *d, char *err, size_t errlen)
+{
+    int rc;
+
+    rc = exec(d->conn, "UPDATE urls SET state = 0 WHERE " INDEXED " AND state = 1",
+              d->path, "resetting rows left in flight", err, errlen);
+    if (rc < 0)
+        return rc;
+    d->recovered = sqlite3_changes64(d->conn);
+    rc = count_states(d->conn, d->counts);
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, d->path, "counting rows", d->conn, rc);
+        return sql_errno(rc);
+    }
+    return 0;
+}
+
+static void db_free(db *d)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(d->st[i]);
+    if (d->conn != NULL)
+        sqlite3_close(d->conn);
+    if (d->lock_fd >= 0)
+        close(d->lock_fd);
+    pthread_cond_destroy(&d->notfull);
+    pthread_cond_destroy(&d->nonempty);
+    pthread_mutex_destroy(&d->mu);
+    cr_free(d->batch);
+    cr_free(d->ring);
+    cr_free(d->path);
+    cr_free(d->dir);
+    cr_free(d);
+}
+
+db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
+{
+    db_opts opts;
+    db *d = NULL;
+    int rc;
+
+    msg(err, errlen, "%s", "");
+    if (state_dir == NULL || state_dir[0] == '\0') {
+        msg(err, errlen, "state_dir is empty");
+        return NULL;
+    }
+    if (check_opts(o, &opts, err, errlen) < 0)
+        return NULL;
+    if (!sqlite3_threadsafe()) {
+        msg(err, errlen, "this SQLite library was built without thread support");
+        return NULL;
+    }
+    d = cr_calloc(1, sizeof *d);
+    if (d == NULL)
+        goto oom;
+    d->lock_fd = -1;
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->nonempty, NULL);
+    pthread_cond_init(&d->notfull, NULL);
+    d->batch_size = opts.batch_size;
+    d->cap = (size_t)opts.queue_cap;
+    d->dir = cr_strdup(state_dir);
+    d->path = d->dir ? join_path(state_dir, DB_FILE) : NULL;
+    d->ring = cr_calloc(d->cap, sizeof *d->ring);
+    d->batch = cr_calloc((size_t)opts.batch_size, sizeof *d->batch);
+    if (d->path == NULL || d->ring == NULL || d->batch == NULL)
+        goto oom;
+    if (make_dirs(state_dir, err, errlen) < 0)
+        goto fail;
+    if (take_lock(d, err, errlen) < 0)
+        goto fail;
+    if (open_conn(d->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d->conn, err,
+                  errlen) < 0)
+        goto fail;
+    if (setup_schema(d, &opts, err, errlen) < 0)
+        goto fail;
+    if (recover(d, err, errlen) < 0)
+        goto fail;
+    for (int i = 0; i < ST_COUNT; i++) {
+        rc = sqlite3_prepare_v3(d->conn, writer_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                                &d->st[i], NULL);
+        if (rc != SQLITE_OK) {
+            sql_msg(err, errlen, d->path, "preparing statements", d->conn, rc);
+            goto fail;
+        }
+    }
+    if (pthread_create(&d->thread, NULL, writer_main, d) != 0) {
+        msg(err, errlen, "%s: cannot start the writer thread", d->path);
+        goto fail;
+    }
+    d->thread_started = 1;
+    return d;
+oom:
+    msg(err, errlen, "out of memory opening the database in %s", state_dir);
+fail:
+    if (d != NULL)
+        db_free(d);
+    return NULL;
+}
+
+int db_close(db *d)
+{
+    int rc;
+
+    if (d == NULL)
+        return 0;
+    pthread_mutex_lock(&d->mu);
+    d->closing = 1;
+    pthread_cond_broadcast(&d->nonempty);
+    pthread_cond_broadcast(&d->notfull);
+    pthread_mutex_unlock(&d->mu);
+    if (d->thread_started)
+        pthread_join(d->thread, NULL);
+    /* The writer is gone: this thread owns conn again. */
+    for (int i = 0; i < ST_COUNT; i++) {
+        sqlite3_finalize(d->st[i]);
+        d->st[i] = NULL;
+    }
+    sqlite3_exec(d->conn, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+    rc = d->sticky;
+    db_free(d);
+    return rc;
+}
+
+int64_t db_recovered_in_flight(const db *d) { return d->recovered; }
+
+const char *db_path(const db *d) { return d->path; }
+
+/* ---- the queue (producers) ---- */
+
+static int on_writer(db *d)
+{
+    return d->thread_started && pthread_equal(pthread_self(), d->thread);
+}
+
+/* Copies *o into the ring (mu held), waiting while it is full. */
+static int enqueue_locked(db *d, const struct op *o)
+{
+    while (d->count == d->cap && !d->closing)
+        pthread_cond_wait(&d->notfull, &d->mu);
+    if (d->closing)
+        return -ESHUTDOWN;
+    d->ring[(d->head + d->count) % d->cap] = *o;
+    d->count++;
+    pthread_cond_signal(&d->nonempty);
+    return 0;
+}
+
+/* Queues *o without waiting for its result. On failure frees o->mem. */
+static int enqueue(db *d, const struct op *o)
+{
+    int rc;
+
+    if (on_writer(d)) {
+        cr_free(o->mem);
+        return -EDEADLK;
+    }
+    pthread_mutex_lock(&d->mu);
+    rc = enqueue_locked(d, o);
+    pthread_mutex_unlock(&d->mu);
+    if (rc < 0)
+        cr_free(o->mem);
+    return rc;
+}
+
+/* Queues o (whose strings the caller keeps alive) and waits for it. */
+static int enqueue_wait(db *d, struct op *o, int64_t *id)
+{
+    struct waiter w = { .pending = 0 };
+    int status = 0, rc;
+
+    if (on_writer(d))
+        return -EDEADLK;
+    pthread_cond_init(&w.cv, NULL);
+    o->w = &w;
+    o->out_status = &status;
+    o->out_id = id;
+    pthread_mutex_lock(&d->mu);
+    rc = enqueue_locked(d, o);
+    if (rc == 0)
+        w.pending = 1;
+    while (w.pending > 0)
+        pthread_cond_wait(&w.cv, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+    pthread_cond_destroy(&w.cv);
+    return rc < 0 ? rc : status;
+}
+
+static int fill_insert(const db_url *u, struct op *o, int copy)
+{
+    size_t ul, hl;
+    char *m;
+
+    if (u == NULL || u->url == NULL || u->host == NULL || u->depth < 0 || u->parent < 0
+        || u->kind < 0 || u->kind >= DB_KIND_COUNT || u->state < 0
+        || u->state >= DB_STATE_COUNT)
+        return -EINVAL;
+    ul = u->url_len ? u->url_len : strlen(u->url);
+    hl = u->host_len ? u->host_len : strlen(u->host);
+    if (ul == 0)
+        return -EINVAL;
+    if (ul > DB_URL_MAX || hl > DB_HOST_MAX)
+        return -E2BIG;
+    memset(o, 0, sizeof *o);
+    o->type = OP_INSERT;
+    o->depth = u->depth;
+    o->parent = u->parent;
+    o->kind = u->kind;
+    o->state = u->state;
+    o->discovered_at = u->discovered_at ? u->discovered_at : now_ms();
+    o->url_len = ul;
+    o->host_len = hl;
+    if (!copy) {
+        o->url = u->url;
+        o->host = u->host;
+        return 0;
+    }
+    m = cr_malloc(ul + hl + 2);
+    if (m == NULL)
+        return -ENOMEM;
+    memcpy(m, u->url, ul);
+    m[ul] = '\0';
+    memcpy(m + ul + 1, u->host, hl);
+    m[ul + 1 + hl] = '\0';
+    o->mem = m;
+    o->url = m;
+    o->host = m + ul + 1;
+    return 0;
+}
+
+int db_insert_url(db *d, const db_url *u, db_done_fn cb, void *ud)
+{
+    struct op o;
+    int rc = fill_insert(u, &o, 1);
+
+    if (rc < 0)
+        return rc;
+    o.cb = cb;
+    o.ud = ud;
+    return enqueue(d, &o);
+}
+
+int db_insert_url_wait(db *d, const db_url *u, int64_t *id)
+{
+    struct op o;
+    int rc = fill_insert(u, &o, 0);
+
+    if (id != NULL)
+        *id = 0;
+    if (rc < 0)
+        return rc;
+    return enqueue_wait(d, &o, id);
+}
+
+int db_insert_urls_wait(db *d, const db_url *u, size_t n, int *status, int64_t *ids)
+{
+    struct waiter w = { .pending = 0 };
+    int rc = 0;
+
+    if (on_writer(d))
+        return -EDEADLK;
+    if (n > 0 && (u == NULL || status == NULL))
+        return -EINVAL;
+    pthread_cond_init(&w.cv, NULL);
+    for (size_t i = 0; i < n; i++) {
+        struct op o;
+        int r = fill_insert(&u[i], &o, 0);
+        if (ids != NULL)
+            ids[i] = 0;
+        if (r < 0) {
+            status[i] = r;
+            continue;
+        }
+        o.w = &w;
+        o.out_status = &status[i];
+        o.out_id = ids != NULL ? &ids[i] : NULL;
+        pthread_mutex_lock(&d->mu);
+        r = enqueue_locked(d, &o);
+        if (r == 0)
+            w.pending++;
+        pthread_mutex_unlock(&d->mu);
+        if (r < 0) {
+            for (size_t j = i; j < n; j++)
+                status[j] = r;
+            rc = r;
+            break;
+        }
+    }
+    /* the queued ops borrow u's strings: wait for all of them, even on error */
+    pthread_mutex_lock(&d->mu);
+    while (w.pending > 0)
+        pthread_cond_wait(&w.cv, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+    pthread_cond_destroy(&w.cv);
+    return rc;
+}
+
+static size_t capped_len(const char *s)
+{
+    return s == NULL ? 0 : strnlen(s, DB_TEXT_MAX);
+}
+
+int db_record_outcome(db *d, int64_t id, const db_outcome *oc)
+{
+    struct op o;
+    size_t el, cl;
+    char *m;
+
+    if (oc == NULL || id <= 0 || oc->state < 0 || oc->state >= DB_STATE_COUNT)
+        return -EINVAL;
+    memset(&o, 0, sizeof o);
+    o.type = OP_OUTCOME;
+    o.id = id;
+    o.state = oc->state;
+    o.http_status = oc->http_status;
+    o.bytes = oc->bytes;
+    o.fetch_ms = oc->fetch_ms;
+    o.attempts = oc->attempts;
+    o.fetched_at = oc->fetched_at ? oc->fetched_at : now_ms();
+    el = capped_len(oc->error);
+    cl = capped_len(oc->content_type);
+    if (oc->error != NULL || oc->content_type != NULL) {
+        m = cr_malloc(el + cl + 2);
+        if (m == NULL)
+            return -ENOMEM;
+        if (oc->error != NULL) {
+            memcpy(m, oc->error, el);
+            o.error = m;
+        }
+        m[el] = '\0';
+        if (oc->content_type != NULL) {
+            memcpy(m + el + 1, oc->content_type, cl);
+            o.ctype = m + el + 1;
+        }
+        m[el + 1 + cl] = '\0';
+        o.mem = m;
+    }
+    return enqueue(d, &o);
+}
+
+int db_set_state(db *d, int64_t id, int state)
+{
+    struct op o;
+
+    if (id <= 0 || state < 0 || state >= DB_STATE_COUNT)
+        return -EINVAL;
+    memset(&o, 0, sizeof o);
+    o.type = OP_STATE;
+    o.id = id;
+    o.state = state;
+    return enqueue(d, &o);
+}
+
+int db_flush(db *d)
+{
+    struct op o;
+
+    memset(&o, 0, sizeof o);
+    o.type = OP_FLUSH;
+    return enqueue_wait(d, &o, NULL);
+}
+
+int db_last_error(db *d, char *buf, size_t len)
+{
+    int code;
+
+    pthread_mutex_lock(&d->mu);
+    code = d->last_code;
+    msg(buf, len, "%s", d->errmsg);
+    pthread_mutex_unlock(&d->mu);
+    return code;
+}
+
+void db_get_stats(db *d, db_stats *st)
+{
+    pthread_mutex_lock(&d->mu);
+    memcpy(st->rows, d->counts, sizeof d->counts);
+    st->ops = d->n_ops;
+    st->commits = d->n_commits;
+    st->failed_ops = d->n_failed;
+    st->queued = (int64_t)d->count;
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* ---- the writer thread ---- */
+
+/* Records an error (under mu): kept as the last message, and as the sticky
+ * code until a flush reports it. */
+static void note_error(db *d, int code, const char *text)
+{
+    pthread_mutex_lock(&d->mu);
+    if (d->sticky == 0)
+        d->sticky = code;
+    d->last_code = code;
+    msg(d->errmsg, sizeof d->errmsg, "%s", text);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static int step_done(sqlite3_stmt *s)
+{
+    int rc = sqlite3_step(s);
+
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+static int apply_insert(db *d, struct op *o)
+{
+    sqlite3_stmt *s = d->st[ST_INSERT];
+    int rc;
+
+    sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, o->host, (int)o->host_len, SQLITE_STATIC);
+    sqlite3_bind_int(s, 3, o->depth);
+    if (o->parent > 0)
+        sqlite3_bind_int64(s, 4, o->parent);
+    else
+        sqlite3_bind_null(s, 4);
+    sqlite3_bind_int(s, 5, o->kind);
+    sqlite3_bind_int(s, 6, o->state);
+    sqlite3_bind_int64(s, 7, o->discovered_at);
+    rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return rc;
+    if (sqlite3_changes(d->conn) == 1) {
+        o->id = sqlite3_last_insert_rowid(d->conn);
+        o->status = 1;
+        d->delta[o->state]++;
+        return SQLITE_OK;
+    }
+    s = d->st[ST_FIND];
+    sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        o->id = sqlite3_column_int64(s, 0);
+        o->status = 0;
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_INTERNAL; /* ignored yet absent: cannot happen */
+    }
+    sqlite3_reset(s);
+    return rc;
+}
+
+/* OUTCOME and STATE: reads the old state (for the counts), then updates. */
+static int apply_update(db *d, struct op *o)
+{
+    sqlite3_stmt *s = d->st[ST_GETSTATE];
+    int64_t old;
+    int rc;
+
+    sqlite3_bind_int64(s, 1, o->id);
+    rc = sqlite3_step(s);
+    old = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE) {
+        o->status = -ENOENT;
+        return SQLITE_OK;
+    }
+    if (rc != SQLITE_ROW)
+        return rc;
+    if (o->type == OP_STATE) {
+        s = d->st[ST_SETSTATE];
+        sqlite3_bind_int64(s, 1, o->id);
+        sqlite3_bind_int(s, 2, o->state);
+    } else {
+        s = d->st[ST_OUTCOME];
+        sqlite3_bind_int64(s, 1, o->id);
+        sqlite3_bind_int(s, 2, o->state);
+        if (o->http_status > 0)
+            sqlite3_bind_int(s, 3, o->http_status);
+        else
+            sqlite3_bind_null(s, 3);
+        sqlite3_bind_int64(s, 4, o->bytes);
+        sqlite3_bind_int64(s, 5, o->fetch_ms);
+        sqlite3_bind_int(s, 6, o->attempts);
+        sqlite3_bind_int64(s, 7, o->fetched_at);
+        if (o->error != NULL)
+            sqlite3_bind_text(s, 8, o->error, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(s, 8);
+        if (o->ctype != NULL)
+            sqlite3_bind_text(s, 9, o->ctype, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(s, 9);
+    }
+    rc = step_done(s);
+    if (rc != SQLITE_OK)
+        return rc;
+    if (old >= 0 && old < DB_STATE_COUNT)
+        d->delta[old]--;
+    d->delta[o->state]++;
+    o->status = 0;
+    return SQLITE_OK;
+}
+
+/* Applies batch[0..n) in one transaction; on any SQLite failure rolls it
+ * back and gives every op the error. Returns 1 if committed, 0 if not. */
+static int apply_batch(db *d, struct op *batch, size_t n)
+{
+    char text[ERRMSG_MAX];
+    const char *what = "starting a transaction";
+    int rc, op_err = 0;
+    int64_t missing = 0;
+
+    memset(d->delta, 0, sizeof d->delta);
+    rc = step_done(d->st[ST_BEGIN]);
+    for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
+        struct op *o = &batch[i];
+        switch (o->type) {
+        case OP_INSERT:
+            what = "inserting a URL";
+            rc = apply_insert(d, o);
+            break;
+        case OP_OUTCOME:
+        case OP_STATE:
+            what = "updating a URL";
+            rc = apply_update(d, o);
+            if (rc == SQLITE_OK && o->status == -ENOENT && op_err == 0) {
+                op_err = -ENOENT;
+                missing = o->id;
+            }
+            break;
+        default:
+            o->status = 0;
+            break;
+        }
+    }
+    if (rc == SQLITE_OK) {
+        what = "committing";
+        rc = step_done(d->st[ST_COMMIT]);
+    }
+    if (rc != SQLITE_OK) {
+        int code = sql_errno(rc);
+        sql_msg(text, sizeof text, d->path, what, d->conn, rc);
+        if (!sqlite3_get_autocommit(d->conn))
+            step_done(d->st[ST_ROLLBACK]);
+        for (size_t i = 0; i < n; i++) {
+            batch[i].status = code;
+            batch[i].id = 0;
+        }
+        memset(d->delta, 0, sizeof d->delta);
+        note_error(d, code, text);
+        return 0;
+    }
+    if (op_err != 0) {
+        msg(text, sizeof text, "%s: no row with id %lld to update", d->path,
+            (long long)missing);
+        note_error(d, op_err, text);
+    }
+    return 1;
+}
+
+/* Delivers the results of batch[0..n) in queue order and frees the ops. */
+static void finish_batch(db *d, struct op *batch, size_t n, int batch_ok)
+{
+    pthread_mutex_lock(&d->mu);
+    for (int s = 0; s < DB_STATE_COUNT; s++)
+        d->counts[s] += d->delta[s];
+    d->n_ops += (int64_t)n;
+    if (batch_ok)
+        d->n_commits++;
+    for (size_t i = 0; i < n; i++)
+        d->n_failed += batch[i].status < 0;
+    pthread_mutex_unlock(&d->mu);
+    for (size_t i = 0; i < n; i++) {
+        struct op *o = &batch[i];
+        if (o->cb != NULL) {
+            db_result r = { o->status, o->id, o->url, o->url_len };
+            o->cb(o->ud, &r);
+        }
+    }
+    pthread_mutex_lock(&d->mu);
+    for (size_t i = 0; i < n; i++) {
+        struct op *o = &batch[i];
+        if (o->w == NULL)
+            continue;
+        if (o->type == OP_FLUSH) {
+            o->status = d->sticky;
+            d->sticky = 0;
+        }
+        if (o->out_status != NULL)
+            *o->out_status = o->status;
+        if (o->out_id != NULL)
+            *o->out_id = o->id;
+        /* after this the caller may return: o->w is not touched again */
+        if (--o->w->pending == 0)
+            pthread_cond_signal(&o->w->cv);
+    }
+    pthread_mutex_unlock(&d->mu);
+    for (size_t i = 0; i < n; i++)
+        cr_free(batch[i].mem);
+}
+
+static void *writer_main(void *arg)
+{
+    db *d = arg;
+
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        size_t n;
+        int ok;
+
+        while (d->count == 0 && !d->closing)
+            pthread_cond_wait(&d->nonempty, &d->mu);
+        if (d->count == 0)
+            break; /* closing and drained */
+        n = d->count < (size_t)d->batch_size ? d->count : (size_t)d->batch_size;
+        for (size_t i = 0; i < n; i++)
+            d->batch[i] = d->ring[(d->head + i) % d->cap];
+        d->head = (d->head + n) % d->cap;
+        d->count -= n;
+        pthread_cond_broadcast(&d->notfull);
+        pthread_mutex_unlock(&d->mu);
+        ok = apply_batch(d, d->batch, n);
+        finish_batch(d, d->batch, n, ok);
+        pthread_mutex_lock(&d->mu);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+/* ---- readers ---- */
+
+static db_reader *reader_open(const char *path, int check, char *err, size_t errlen)
+{
+    db_reader *rd = cr_calloc(1, sizeof *rd);
+    int64_t ntables = 0, version = 0;
+    int rc;
+
+    msg(err, errlen, "%s", "");
+    if (rd == NULL)
+        goto oom;
+    rd->path = cr_strdup(path);
+    if (rd->path == NULL)
+        goto oom;
+    if (open_conn(path, SQLITE_OPEN_READONLY, &rd->conn, err, errlen) < 0)
+        goto fail;
+    if (check) {
+        if (probe(rd->conn, path, &ntables, err, errlen) < 0)
+            goto fail;
+        if (ntables == 0) {
+            msg(err, errlen, "%s is not a crawld database (it has no tables)", path);
+            goto fail;
+        }
+        if (read_version(rd->conn, path, &version, err, errlen) < 0)
+            goto fail;
+        if (version != SCHEMA_VERSION) {
+            msg(err, errlen, "%s has schema version %lld; run crawld on it once to"
+                " upgrade it to %d", path, (long long)version, SCHEMA_VERSION);
+            goto fail;
+        }
+    }
+    for (int i = 0; i < RST_COUNT; i++) {
+        rc = sqlite3_prepare_v3(rd->conn, reader_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                                &rd->st[i], NULL);
+        if (rc != SQLITE_OK) {
+            sql_msg(err, errlen, path, "preparing queries", rd->conn, rc);
+            goto fail;
+        }
+    }
+    return rd;
+oom:
+    msg(err, errlen, "out of memory opening a reader on %s", path);
+fail:
+    db_reader_free(rd);
+    return NULL;
+}
+
+db_reader *db_reader_open(db *d, char *err, size_t errlen)
+{
+    return reader_open(d->path, 0, err, errlen);
+}
+
+db_reader *db_reader_open_dir(const char *state_dir, char *err, size_t errlen)
+{
+    char *path;
+    struct stat sb;
+    db_reader *rd = NULL;
+
+    if (state_dir == NULL || state_dir[0] == '\0') {
+        msg(err, errlen, "state_dir is empty");
+        return NULL;
+    }
+    path = join_path(state_dir, DB_FILE);
+    if (path == NULL) {
+        msg(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (stat(path, &sb) != 0)
+        msg(err, errlen, "%s: %s", path, strerror(errno));
+    else
+        rd = reader_open(path, 1, err, errlen);
+    cr_free(path);
+    return rd;
+}
+
+void db_reader_free(db_reader *rd)
+{
+    if (rd == NULL)
+        return;
+    for (int i = 0; i < RST_COUNT; i++)
+        sqlite3_finalize(rd->st[i]);
+    if (rd->conn != NULL)
+        sqlite3_close(rd->conn);
+    cr_free(rd->path);
+    cr_free(rd);
+}
+
+int db_reader_exists(db_reader *rd, const char *url, size_t url_len, int64_t *id)
+{
+    sqlite3_stmt *s = rd->st[RST_EXISTS];
+    int rc;
+
+    if (id != NULL)
+        *id = 0;
+    if (url == NULL)
+        return -EINVAL;
+    if (url_len == 0)
+        url_len = strlen(url);
+    if (url_len > DB_URL_MAX)
+        return 0; /* never stored */
+    sqlite3_bind_text(s, 1, url, (int)url_len, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW && id != NULL)
+        *id = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (rc == SQLITE_ROW)
+        return 1;
+    return rc == SQLITE_DONE ? 0 : sql_errno(rc);
+}
+
+int db_reader_max_id(db_reader *rd, int64_t *id)
+{
+    sqlite3_stmt *s = rd->st[RST_MAXID];
+    int rc = sqlite3_step(s);
+
+    *id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW ? 0 : sql_errno(rc);
+}
+
+int64_t db_reader_scan_after(db_reader *rd, int64_t mark, db_scan_fn cb, void *ud)
+{
+    sqlite3_stmt *s = rd->st[RST_SCAN];
+    int64_t n = 0;
+    int rc;
+
+    if (cb == NULL)
+        return -EINVAL;
+    sqlite3_bind_int64(s, 1, mark);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *u = (const char *)sqlite3_column_text(s, 1);
+        size_t len = (size_t)sqlite3_column_bytes(s, 1);
+        int r;
+        if (u == NULL) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        n++;
+        r = cb(ud, sqlite3_column_int64(s, 0), u, len);
+        if (r != 0) {
+            sqlite3_reset(s);
+            return r < 0 ? r : n;
+        }
+    }
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? n : sql_errno(rc);
+}
+
+static int excluded(const db_queued_query *q, const char *host, size_t len)
+{
+    for (size_t i = 0; i < q->n_exclude; i++) {
+        const char *e = q->exclude_hosts[i];
+        if (e != NULL && strlen(e) == len && memcmp(e, host, len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Runs one queued-rows statement; *n counts rows given to cb. Returns 0 to
+ * go on, 1 when done (limit or cb stop), < 0 on error or cb abort. */
+static int queued_pass(sqlite3_stmt *s, const db_queued_query *q, db_row_fn cb, void *ud,
+                       int64_t *n)
+{
+    int rc, r = 0;
+
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        db_row row;
+        row.id = sqlite3_column_int64(s, 0);
+        row.url = (const char *)sqlite3_column_text(s, 1);
+        row.url_len = (size_t)sqlite3_column_bytes(s, 1);
+        row.host = (const char *)sqlite3_column_text(s, 2);
+        row.host_len = (size_t)sqlite3_column_bytes(s, 2);
+        row.depth = sqlite3_column_int(s, 3);
+        row.parent = sqlite3_column_int64(s, 4);
+        row.kind = sqlite3_column_int(s, 5);
+        row.attempts = sqlite3_column_int(s, 6);
+        if (row.url == NULL || row.host == NULL) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        if (q->host == NULL && q->n_exclude > 0 && excluded(q, row.host, row.host_len))
+            continue;
+        (*n)++;
+        r = cb(ud, &row);
+        if (r != 0 || (q->max > 0 && (uint64_t)*n >= q->max))
+            break;
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sql_errno(rc);
+    if (r < 0)
+        return r;
+    return rc == SQLITE_ROW ? 1 : 0;
+}
+
+int64_t db_reader_next_queued(db_reader *rd, const db_queued_query *q, db_row_fn cb, void *ud)
+{
+    sqlite3_stmt *same, *deeper;
+    int64_t n = 0;
+    int rc;
+
+    if (q == NULL || cb == NULL || q->after_depth < 0 || (q->n_exclude > 0 && q->exclude_hosts == NULL))
+        return -EINVAL;
+    same = rd->st[q->host ? RST_QH_SAME : RST_Q_SAME];
+    deeper = rd->st[q->host ? RST_QH_DEEPER : RST_Q_DEEPER];
+    sqlite3_bind_int(same, 1, q->after_depth);
+    sqlite3_bind_int64(same, 2, q->after_id);
+    sqlite3_bind_int(deeper, 1, q->after_depth);
+    if (q->host != NULL) {
+        sqlite3_bind_text(same, 3, q->host, -1, SQLITE_STATIC);
+        sqlite3_bind_text(deeper, 3, q->host, -1, SQLITE_STATIC);
+    }
+    /* (depth, id) > (after_depth, after_id) as two index range scans. */
+    rc = queued_pass(same, q, cb, ud, &n);
+    if (rc == 0)
+        rc = queued_pass(deeper, q, cb, ud, &n);
+    return rc < 0 ? rc : n;
+}
+
+int db_reader_count_by_state(db_reader *rd, int64_t counts[DB_STATE_COUNT])
+{
+    int rc;
+
+    /* one read transaction, so max(id) and the counts agree */
+    rc = sqlite3_exec(rd->conn, "BEGIN", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = count_states(rd->conn, counts);
+    sqlite3_exec(rd->conn, "COMMIT", NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : sql_errno(rc);
+}
+
+int64_t db_reader_host_counts(db_reader *rd, const char *host, db_host_fn cb, void *ud)
+{
+    sqlite3_stmt *s = rd->st[host ? RST_HOST1 : RST_HOSTS];
+    int64_t counts[DB_STATE_COUNT] = { 0 }, n = 0;
+    char *cur = NULL; /* host being summed; owned */
+    size_t cur_len = 0;
+    int rc, r = 0;
+
+    if (cb == NULL)
+        return -EINVAL;
+    if (host != NULL)
+        sqlite3_bind_text(s, 1, host, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(s, 0);
+        size_t hl = (size_t)sqlite3_column_bytes(s, 0);
+        int64_t st = sqlite3_column_int64(s, 1);
+        if (h == NULL) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        if (cur != NULL && (hl != cur_len || memcmp(h, cur, hl) != 0)) {
+            n++;
+            r = cb(ud, cur, cur_len, counts);
+            cr_free(cur);
+            cur = NULL;
+            if (r != 0)
+                break;
+        }
+        if (cur == NULL) {
+            cur = cr_strndup(h, hl);
+            if (cur == NULL) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            cur_len = hl;
+            memset(counts, 0, sizeof counts);
+        }
+        if (st >= 0 && st < DB_STATE_COUNT)
+            counts[st] = sqlite3_column_int64(s, 2);
+    }
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE && cur != NULL) {
+        n++;
+        r = cb(ud, cur, cur_len, counts);
+    }
+    cr_free(cur);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sql_errno(rc);
+    return r < 0 ? r : n;
+}
+
+int db_reader_check(db_reader *rd, int quick, char *out, size_t len)
+{
+    sqlite3_stmt *s = NULL;
+    int rc, res = 0;
+
+    msg(out, len, "%s", "");
+    rc = sqlite3_prepare_v2(rd->conn, quick ? "PRAGMA quick_check" : "PRAGMA integrity_check",
+                            -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(s, 0);
+        if (t == NULL || strcmp(t, "ok") != 0) {
+            msg(out, len, "%s: %s", rd->path, t ? t : "(no answer)");
+            res = -EBADMSG;
+        }
+    } else {
+        sql_msg(out, len, rd->path, "checking it", rd->conn, rc);
+        res = rc == SQLITE_DONE ? -EIO : sql_errno(rc);
+    }
+    sqlite3_finalize(s);
+    return res;
+}

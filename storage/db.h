@@ -1,0 +1,242 @@
+/* storage/db: the crawl's SQLite database, `crawld.db` in state_dir.
+ *
+ * The `urls` table is both the authoritative URL-seen set (url is UNIQUE:
+ * that constraint is the final arbiter of what is new) and the frontier's
+ * durable state (one row per URL with its host, depth, state, fetch outcome).
+ * Row ids only grow and rows are never deleted, so "every row with id > mark"
+ * is exactly what was added after a Bloom snapshot taken at max id = mark.
+ * Rows in state seen_only (what `crawld dedup` stores) are left out of the
+ * frontier indexes, so they are the cheapest to insert.
+ *
+ * Threads and ownership
+ * - db_open() starts ONE writer thread that owns the only write connection.
+ *   Any thread may call db_insert_url(), db_insert_url_wait(),
+ *   db_record_outcome(), db_set_state() and db_flush(): they copy their
+ *   arguments into a bounded FIFO queue (blocking while it is full, which
+ *   keeps memory bounded) and the writer applies them in queue order, up to
+ *   batch_size operations per transaction, never holding one open while idle.
+ * - One FIFO for all callers: an insert is answered after every operation
+ *   queued before it, so a URL still waiting in the queue is already "seen"
+ *   by a later insert of the same URL.
+ * - Async results (db_done_fn) are delivered on the writer thread after the
+ *   COMMIT that made them durable, in queue order. A callback must be quick
+ *   and must not call any db_* function of the same db (those calls return
+ *   -EDEADLK on the writer thread). Strings in the result are valid only
+ *   during the callback.
+ * - A db_reader is a read-only connection for one thread at a time (open one
+ *   per thread). It sees committed rows only, not operations still queued;
+ *   call db_flush() first when that matters.
+ * - db_close() must be called once, after every producer has stopped and
+ *   every db_reader of it has been freed.
+ *
+ * Errors: functions return 0 (or a count) on success, a negative errno
+ * otherwise: -EINVAL bad argument, -E2BIG a string over its cap, -ENOMEM,
+ * -ENOSPC disk full, -EROFS read-only, -EBADMSG not a (crawld) database or
+ * corrupt, -EIO other SQLite errors, -ENOENT no such row, -ESHUTDOWN the db
+ * is closing, -EDEADLK called from a callback on the writer thread.
+ * Nothing from SQLite appears in this header. */
+#ifndef CRAWLD_STORAGE_DB_H
+#define CRAWLD_STORAGE_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct db db;
+typedef struct db_reader db_reader;
+
+/* Stored in the file: never renumber. */
+enum db_kind {
+    DB_KIND_NAVIGATION = 0, /* a link followed from a page */
+    DB_KIND_REQUISITE = 1,  /* an image, stylesheet or script of a page */
+    DB_KIND_SEED = 2,
+    DB_KIND_REDIRECT = 3,   /* the target of a redirect */
+    DB_KIND_COUNT
+};
+
+/* Stored in the file: never renumber. */
+enum db_state {
+    DB_STATE_QUEUED = 0,    /* waiting to be fetched */
+    DB_STATE_IN_FLIGHT = 1, /* handed to a fetcher; reset to queued by db_open */
+    DB_STATE_DONE = 2,
+    DB_STATE_FAILED = 3,
+    DB_STATE_SEEN_ONLY = 4, /* known (crawld dedup), never to be fetched */
+    DB_STATE_EXCLUDED = 5,  /* out of scope, robots.txt, trap... */
+    DB_STATE_COUNT
+};
+
+#define DB_URL_MAX 65536u  /* bytes of a URL; longer is -E2BIG */
+#define DB_HOST_MAX 1024u  /* bytes of a host; longer is -E2BIG */
+#define DB_TEXT_MAX 1024u  /* error and content_type are truncated to this */
+
+typedef struct db_opts {
+    int cache_mb;   /* writer page cache in MiB; 0 = 64 (1..65536) */
+    int batch_size; /* most operations per transaction; 0 = 10000 (1..100000) */
+    int queue_cap;  /* queued operations before producers block;
+                       0 = max(1024, 2 * batch_size) (1..1000000) */
+} db_opts;
+
+typedef struct db_url {
+    const char *url;       /* canonical URL bytes (need not be NUL-terminated) */
+    size_t url_len;        /* 0 = strlen(url) */
+    const char *host;      /* its host, NOT NULL ("" allowed) */
+    size_t host_len;       /* 0 = strlen(host) */
+    int depth;             /* >= 0 */
+    int64_t parent;        /* id of the page it came from; 0 = none */
+    int kind;              /* enum db_kind */
+    int state;             /* initial state, usually DB_STATE_QUEUED */
+    int64_t discovered_at; /* unix ms; 0 = now */
+} db_url;
+
+typedef struct db_outcome {
+    int state;                /* new state: DB_STATE_DONE, _FAILED, _QUEUED (retry) */
+    int http_status;          /* 0 = no response (stored as NULL) */
+    int64_t bytes;
+    int64_t fetch_ms;
+    int attempts;
+    int64_t fetched_at;       /* unix ms; 0 = now */
+    const char *error;        /* NUL-terminated or NULL; copied, truncated */
+    const char *content_type; /* NUL-terminated or NULL; copied, truncated */
+} db_outcome;
+
+typedef struct db_result {
+    int status;      /* 1 new row, 0 it already existed, < 0 error (not stored) */
+    int64_t id;      /* the row's id, new or existing; 0 on error */
+    const char *url; /* the URL that was inserted (valid during the callback) */
+    size_t url_len;
+} db_result;
+
+/* Called on the writer thread after COMMIT; quick, no db_* calls. */
+typedef void (*db_done_fn)(void *ud, const db_result *r);
+
+/* Opens (creating state_dir with mode 0700 and the database if missing)
+ * state_dir/crawld.db, takes the state_dir lock (one crawld per state_dir),
+ * creates or migrates the schema, resets rows left in flight to queued, and
+ * starts the writer. o may be NULL (defaults). On failure returns NULL with
+ * a one-line message naming the path in err. Caller owns the result; release
+ * it with db_close(). */
+db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen);
+
+/* Applies everything queued, commits, stops the writer, checkpoints the WAL
+ * and frees d. Returns 0, or the first writer error no db_flush() reported. */
+int db_close(db *d);
+
+/* How many rows db_open() found in flight (left by a crash) and reset. */
+int64_t db_recovered_in_flight(const db *d);
+
+/* Path of the database file; valid until db_close(). */
+const char *db_path(const db *d);
+
+/* Queues an INSERT OR IGNORE of u; cb (may be NULL) gets the outcome. u's
+ * strings are copied. Returns 0 once queued. */
+int db_insert_url(db *d, const db_url *u, db_done_fn cb, void *ud);
+
+/* Inserts u and waits for the COMMIT. Returns 1 new, 0 it existed, < 0
+ * error. *id (may be NULL) receives the row id. OUT: id */
+int db_insert_url_wait(db *d, const db_url *u, int64_t *id);
+
+/* Inserts u[0..n) in order and waits until all are committed: one wait for
+ * the lot, no copies, answers in input order. status[i] gets 1 new, 0
+ * existed, < 0 error (a bad u[i] is not queued); ids (may be NULL) the row
+ * ids. Returns 0, or < 0 when it had to stop queueing (the statuses of the
+ * rest say so). This is the fast way to ask "which of these are new?".
+ * OUT: status, ids */
+int db_insert_urls_wait(db *d, const db_url *u, size_t n, int *status, int64_t *ids);
+
+/* Queues the outcome of a fetch of row id (all of o's columns are written).
+ * A missing row is reported by the next db_flush() as -ENOENT. */
+int db_record_outcome(db *d, int64_t id, const db_outcome *o);
+
+/* Queues a state change of row id (e.g. to DB_STATE_IN_FLIGHT). */
+int db_set_state(db *d, int64_t id, int state);
+
+/* Returns once everything queued before it is committed and its callbacks
+ * ran: 0, or the first error the writer met since the previous db_flush()
+ * (db_last_error() has the message). */
+int db_flush(db *d);
+
+/* Copies the message of the writer's most recent error ("" if none) into
+ * buf and returns its code (0 if none). OUT: buf */
+int db_last_error(db *d, char *buf, size_t len);
+
+typedef struct db_stats {
+    int64_t rows[DB_STATE_COUNT]; /* committed rows per state */
+    int64_t ops;                  /* operations applied (flushes included) */
+    int64_t commits;              /* transactions committed */
+    int64_t failed_ops;           /* operations that got an error */
+    int64_t queued;               /* operations waiting in the queue now */
+} db_stats;
+
+/* The writer's figures, kept in memory (no query, O(1)); rows[] starts from
+ * a count at db_open and follows every COMMIT. OUT: st */
+void db_get_stats(db *d, db_stats *st);
+
+/* ---- readers: one per thread, read-only, committed rows only ---- */
+
+/* A reader on d's database. NULL when memory runs out or SQLite fails
+ * (err, may be NULL, says why). Free with db_reader_free() before db_close(). */
+db_reader *db_reader_open(db *d, char *err, size_t errlen);
+/* A reader on state_dir/crawld.db without a db (e.g. `crawld stats` of a
+ * crawl that another process is running). Refuses foreign files and other
+ * schema versions with a message in err. */
+db_reader *db_reader_open_dir(const char *state_dir, char *err, size_t errlen);
+void db_reader_free(db_reader *rd);
+
+/* 1 if url has a row (its id in *id, may be NULL), 0 if not, < 0 error. OUT: id */
+int db_reader_exists(db_reader *rd, const char *url, size_t url_len, int64_t *id);
+
+/* The largest row id (0 for an empty table). OUT: id */
+int db_reader_max_id(db_reader *rd, int64_t *id);
+
+/* Per-row callbacks: return 0 to go on, > 0 to stop (the call returns the
+ * rows seen so far), < 0 to abort (the call returns that value). They must
+ * not use the same reader. Pointers are valid during the callback only. */
+typedef int (*db_scan_fn)(void *ud, int64_t id, const char *url, size_t url_len);
+
+typedef struct db_row {
+    int64_t id;
+    const char *url;
+    size_t url_len;
+    const char *host;
+    size_t host_len;
+    int depth;
+    int64_t parent; /* 0 = none */
+    int kind;
+    int attempts;
+} db_row;
+typedef int (*db_row_fn)(void *ud, const db_row *row);
+
+/* Calls cb for every row with id > mark, in id order (Bloom filter rebuild
+ * and catch-up). Returns the number of rows passed to cb, or < 0. */
+int64_t db_reader_scan_after(db_reader *rd, int64_t mark, db_scan_fn cb, void *ud);
+
+typedef struct db_queued_query {
+    const char *host;                 /* only this host; NULL = any host */
+    const char *const *exclude_hosts; /* skipped (any-host queries only) */
+    size_t n_exclude;
+    int after_depth;                  /* resume strictly after (after_depth, */
+    int64_t after_id;                 /* after_id); zeros = from the start */
+    size_t max;                       /* most rows to return; 0 = no limit */
+} db_queued_query;
+
+/* Calls cb for queued rows in priority order (depth, then id), up to q->max.
+ * Returns the number of rows passed to cb, or < 0. Excluded hosts are
+ * filtered while scanning: their rows still cost a step each. */
+int64_t db_reader_next_queued(db_reader *rd, const db_queued_query *q, db_row_fn cb, void *ud);
+
+/* Exact row counts per state: a scan of the state index, which holds every
+ * row but the seen_only ones (those are max(id) minus the rest). OUT: counts */
+int db_reader_count_by_state(db_reader *rd, int64_t counts[DB_STATE_COUNT]);
+
+/* Calls cb once per host (host NULL = every host, in host order; else that
+ * host only, if it has rows) with its row counts per state; seen_only rows
+ * are not counted per host (they are not in the host index). Returns the
+ * number of hosts, or < 0; cb's return as above. */
+typedef int (*db_host_fn)(void *ud, const char *host, size_t host_len,
+                          const int64_t counts[DB_STATE_COUNT]);
+int64_t db_reader_host_counts(db_reader *rd, const char *host, db_host_fn cb, void *ud);
+
+/* PRAGMA quick_check (quick != 0) or integrity_check: 0 if the file is
+ * sound, -EBADMSG with the first problem in msg, other < 0 on error. OUT: msg */
+int db_reader_check(db_reader *rd, int quick, char *msg, size_t len);
+
+#endif

@@ -1,0 +1,1366 @@
+/* tests/test_db: storage/db, the SQLite seen-set, its writer thread and
+ * readers. Each test runs in its own temporary state_dir, removed after. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "common/alloc.h"
+#include "storage/db.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct fixture {
+    char dir[64];   /* the temporary folder */
+    char state[96]; /* dir/state: the state_dir (created by db_open) */
+} fixture;
+
+static void rm_rf(const char *path)
+{
+    struct stat sb;
+    DIR *dp;
+    struct dirent *e;
+    char sub[512];
+
+    if (lstat(path, &sb) != 0)
+        return;
+    if (S_ISDIR(sb.st_mode)) {
+        chmod(path, 0700);
+        dp = opendir(path);
+        while (dp != NULL && (e = readdir(dp)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+            rm_rf(sub);
+        }
+        if (dp != NULL)
+            closedir(dp);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+
+    if (f == NULL)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/crawld-test-db-XXXXXX");
+    if (mkdtemp(f->dir) == NULL) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->state, sizeof f->state, "%s/state", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+
+    rm_rf(f->dir);
+    free(f);
+    return 0;
+}
+
+static db *open_ok(const char *dir, const db_opts *o)
+{
+    char err[512];
+    db *d = db_open(dir, o, err, sizeof err);
+
+    if (d == NULL)
+        fail_msg("db_open(%s): %s", dir, err);
+    return d;
+}
+
+static db_url url_of(const char *url, const char *host, int depth)
+{
+    db_url u = { .url = url, .host = host, .depth = depth, .kind = DB_KIND_NAVIGATION,
+                 .state = DB_STATE_QUEUED };
+    return u;
+}
+
+/* "https://hN.example/p/I" for host n, index i. */
+static void make_url(char *buf, size_t len, int host, int i)
+{
+    snprintf(buf, len, "https://h%d.example/p/%d", host, i);
+}
+
+/* Runs sql on the file with a raw connection; returns column 0 of the first
+ * row as an integer (or -1). For checks the API does not offer. */
+static int64_t raw_int(const char *dir, const char *sql)
+{
+    char path[256];
+    sqlite3 *c = NULL;
+    sqlite3_stmt *s = NULL;
+    int64_t v = -1;
+
+    snprintf(path, sizeof path, "%s/crawld.db", dir);
+    if (sqlite3_open_v2(path, &c, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK
+        && sqlite3_prepare_v2(c, sql, -1, &s, NULL) == SQLITE_OK
+        && sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(c);
+    return v;
+}
+
+static int raw_exec(const char *dir, const char *sql)
+{
+    char path[256];
+    sqlite3 *c = NULL;
+    int rc;
+
+    snprintf(path, sizeof path, "%s/crawld.db", dir);
+    rc = sqlite3_open_v2(path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(c, sql, NULL, NULL, NULL);
+    sqlite3_close(c);
+    return rc;
+}
+
+/* ---- schema ---- */
+
+static void test_create_and_reopen(void **state)
+{
+    fixture *f = *state;
+    struct stat sb;
+    char nested[160], path[200];
+    db *d;
+    int64_t id = 0, id2 = 0;
+    db_url u = url_of("https://a.example/", "a.example", 0);
+
+    snprintf(nested, sizeof nested, "%s/deep/er", f->state);
+    d = open_ok(nested, NULL);
+    assert_int_equal(stat(nested, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    assert_int_equal(sb.st_mode & 0777, 0700);
+    snprintf(path, sizeof path, "%s/crawld.db", nested);
+    assert_string_equal(db_path(d), path);
+    assert_int_equal(db_recovered_in_flight(d), 0);
+    assert_int_equal(db_insert_url_wait(d, &u, &id), 1);
+    assert_true(id > 0);
+    assert_int_equal(db_close(d), 0);
+
+    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 1);
+    assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
+                                     " AND name IN ('urls_state','urls_host_state')"), 2);
+    d = open_ok(nested, NULL);
+    assert_int_equal(db_insert_url_wait(d, &u, &id2), 0);
+    assert_int_equal(id2, id);
+    assert_int_equal(db_close(d), 0);
+}
+
+static void test_wal_mode(void **state)
+{
+    fixture *f = *state;
+    char path[256];
+    sqlite3 *c = NULL;
+    sqlite3_stmt *s = NULL;
+    db *d = open_ok(f->state, NULL);
+
+    snprintf(path, sizeof path, "%s/crawld.db", f->state);
+    assert_int_equal(sqlite3_open_v2(path, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(c, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+    sqlite3_finalize(s);
+    sqlite3_close(c);
+    db_close(d);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    db *d = open_ok(f->state, NULL);
+
+    db_close(d);
+    assert_int_equal(raw_exec(f->state, "UPDATE meta SET value = 7 WHERE key = 'schema_version'"),
+                     SQLITE_OK);
+    d = db_open(f->state, NULL, err, sizeof err);
+    assert_null(d);
+    assert_non_null(strstr(err, "newer crawld"));
+    assert_non_null(strstr(err, "crawld.db"));
+    /* left untouched */
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 7);
+    assert_null(db_reader_open_dir(f->state, err, sizeof err));
+    assert_non_null(strstr(err, "newer crawld"));
+}
+
+static void test_foreign_sqlite_refused(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+
+    assert_int_equal(mkdir(f->state, 0700), 0);
+    assert_int_equal(raw_exec(f->state, "CREATE TABLE t(x); INSERT INTO t VALUES(42);"),
+                     SQLITE_OK);
+    assert_null(db_open(f->state, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "not one crawld wrote"));
+    assert_int_equal(raw_int(f->state, "SELECT x FROM t"), 42);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master"), 1);
+}
+
+static void test_garbage_file_refused(void **state)
+{
+    fixture *f = *state;
+    static const char junk[] = "this is a text file that merely happens to be called"
+                               " crawld.db; it must never be modified or used\n";
+    char path[256], err[512], back[sizeof junk];
+    FILE *fp;
+    struct stat sb;
+
+    assert_int_equal(mkdir(f->state, 0700), 0);
+    snprintf(path, sizeof path, "%s/crawld.db", f->state);
+    fp = fopen(path, "wb");
+    assert_non_null(fp);
+    for (int i = 0; i < 40; i++)
+        fwrite(junk, 1, sizeof junk - 1, fp);
+    fclose(fp);
+
+    assert_null(db_open(f->state, NULL, err, sizeof err));
+    assert_non_null(strstr(err, path));
+    assert_non_null(strstr(err, "not an SQLite database"));
+    assert_null(db_reader_open_dir(f->state, err, sizeof err));
+    assert_non_null(strstr(err, "not an SQLite database"));
+
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_size, 40 * (sizeof junk - 1));
+    fp = fopen(path, "rb");
+    assert_non_null(fp);
+    assert_int_equal(fread(back, 1, sizeof junk - 1, fp), sizeof junk - 1);
+    fclose(fp);
+    assert_memory_equal(back, junk, sizeof junk - 1);
+    snprintf(path, sizeof path, "%s/crawld.db-wal", f->state);
+    assert_int_not_equal(access(path, F_OK), 0);
+}
+
+static void test_state_dir_is_a_file(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    FILE *fp = fopen(f->state, "w");
+
+    assert_non_null(fp);
+    fclose(fp);
+    assert_null(db_open(f->state, NULL, err, sizeof err));
+    assert_non_null(strstr(err, f->state));
+}
+
+/* Opens dir as an unprivileged user in a child (root ignores permissions)
+ * and sends back db_open's message. Returns the message in err. */
+static void open_as_nobody(const char *dir, char *err, size_t len)
+{
+    int fds[2];
+    pid_t pid;
+    int status;
+    ssize_t n;
+
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char e[512] = "";
+        db *d;
+        close(fds[0]);
+        if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0
+                               || setuid(65534) != 0))
+            _exit(3);
+        d = db_open(dir, NULL, e, sizeof e);
+        if (write(fds[1], e, strlen(e)) < 0)
+            _exit(4);
+        _exit(d == NULL ? 0 : 2); /* no cleanup: the parent removes the folder */
+    }
+    close(fds[1]);
+    n = read(fds[0], err, len - 1);
+    err[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0); /* db_open refused */
+}
+
+static void test_read_only_state_dir(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    db *d;
+
+    /* A new database in a folder we may not write. */
+    assert_int_equal(chmod(f->dir, 0755), 0);
+    assert_int_equal(mkdir(f->state, 0555), 0);
+    assert_int_equal(chmod(f->state, 0555), 0);
+    open_as_nobody(f->state, err, sizeof err);
+    assert_non_null(strstr(err, f->state));
+    assert_non_null(strstr(err, "cannot write"));
+
+    /* An existing database in a folder that became read-only. */
+    assert_int_equal(chmod(f->state, 0700), 0);
+    d = open_ok(f->state, NULL);
+    db_close(d);
+    assert_int_equal(chmod(f->state, 0555), 0);
+    open_as_nobody(f->state, err, sizeof err);
+    assert_non_null(strstr(err, f->state));
+    assert_non_null(strstr(err, "cannot write"));
+    assert_int_equal(chmod(f->state, 0700), 0);
+}
+
+static void test_second_open_refused(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    db *d = open_ok(f->state, NULL);
+
+    assert_null(db_open(f->state, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "in use by another crawld"));
+    db_close(d);
+    d = open_ok(f->state, NULL);
+    db_close(d);
+}
+
+static void test_bad_options(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    db_opts o = { .batch_size = -1 };
+
+    assert_null(db_open(f->state, &o, err, sizeof err));
+    assert_non_null(strstr(err, "batch_size"));
+    o = (db_opts){ .cache_mb = 100000 };
+    assert_null(db_open(f->state, &o, err, sizeof err));
+    assert_non_null(strstr(err, "cache_mb"));
+    assert_null(db_open("", NULL, err, sizeof err));
+}
+
+/* ---- inserts ---- */
+
+static void test_insert_sync_new_vs_existing(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_url a = url_of("https://a.example/x", "a.example", 0);
+    db_url b = url_of("https://a.example/y", "a.example", 1);
+    int64_t ida = 0, idb = 0, id = 0;
+    static char big[DB_URL_MAX + 2];
+
+    assert_int_equal(db_insert_url_wait(d, &a, &ida), 1);
+    assert_int_equal(db_insert_url_wait(d, &a, &id), 0);
+    assert_int_equal(id, ida);
+    assert_int_equal(db_insert_url_wait(d, &b, &idb), 1);
+    assert_true(idb > ida);
+    /* (bytes, len): only the first len bytes count */
+    b.url = "https://a.example/xyz";
+    b.url_len = strlen("https://a.example/x");
+    assert_int_equal(db_insert_url_wait(d, &b, &id), 0);
+    assert_int_equal(id, ida);
+    /* a different state on an existing URL changes nothing */
+    a.state = DB_STATE_SEEN_ONLY;
+    assert_int_equal(db_insert_url_wait(d, &a, NULL), 0);
+
+    memset(big, 'a', sizeof big - 1);
+    b = url_of(big, "a.example", 0);
+    assert_int_equal(db_insert_url_wait(d, &b, &id), -E2BIG);
+    assert_int_equal(id, 0);
+    b = url_of("https://a.example/", NULL, 0);
+    assert_int_equal(db_insert_url_wait(d, &b, NULL), -EINVAL);
+    b = url_of("https://a.example/", "a.example", -1);
+    assert_int_equal(db_insert_url_wait(d, &b, NULL), -EINVAL);
+    b = url_of("https://a.example/", "a.example", 0);
+    b.state = DB_STATE_COUNT;
+    assert_int_equal(db_insert_url(d, &b, NULL, NULL), -EINVAL);
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(db_close(d), 0);
+}
+
+static void test_insert_batch_wait(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 7, .queue_cap = 16 }; /* n is far above both */
+    db *d = open_ok(f->state, &o);
+    enum { N = 1000 };
+    static char urls[N][64];
+    static db_url u[N];
+    static int status[N];
+    static int64_t ids[N];
+    int64_t first = 0;
+
+    /* even i: a new URL; odd i: the URL of i - 1 again (in the same call) */
+    for (int i = 0; i < N; i++) {
+        make_url(urls[i], sizeof urls[i], 6, i - i % 2);
+        u[i] = url_of(urls[i], "h6.example", 0);
+    }
+    u[10].host = NULL; /* invalid: not queued, the rest goes on */
+    make_url(urls[11], sizeof urls[11], 6, 10); /* so 11 is new */
+    assert_int_equal(db_insert_url_wait(d, &u[500], &first), 1); /* already there */
+    assert_int_equal(db_insert_urls_wait(d, u, N, status, ids), 0);
+    for (int i = 0; i < N; i++) {
+        if (i == 10) {
+            assert_int_equal(status[i], -EINVAL);
+            assert_int_equal(ids[i], 0);
+        } else if (i == 11 || (i % 2 == 0 && i != 500)) {
+            assert_int_equal(status[i], 1);
+        } else {
+            assert_int_equal(status[i], 0);
+            assert_int_equal(ids[i], i == 500 || i == 501 ? first : ids[i - 1]);
+        }
+    }
+    assert_true(ids[2] < ids[4] && ids[4] < ids[998]); /* committed in input order */
+    assert_int_equal(db_insert_urls_wait(d, u, 0, status, NULL), 0);
+    assert_int_equal(db_insert_urls_wait(d, NULL, 3, status, NULL), -EINVAL);
+    assert_int_equal(db_close(d), 0);
+}
+
+typedef struct cb_log {
+    int n;
+    int status[8];
+    int64_t id[8];
+    char url[8][64];
+    pthread_t thread[8];
+    int reentry;
+    db *d;
+} cb_log;
+
+static void log_cb(void *ud, const db_result *r)
+{
+    cb_log *l = ud;
+
+    if (l->n < 8) {
+        l->status[l->n] = r->status;
+        l->id[l->n] = r->id;
+        snprintf(l->url[l->n], sizeof l->url[0], "%.*s", (int)r->url_len, r->url);
+        l->thread[l->n] = pthread_self();
+    }
+    l->n++;
+    if (l->d != NULL)
+        l->reentry = db_flush(l->d);
+}
+
+static void test_insert_async_callback(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    cb_log l = { 0 };
+    db_url a = url_of("https://a.example/1", "a.example", 0);
+    db_url b = url_of("https://b.example/2", "b.example", 0);
+    db_stats st;
+
+    assert_int_equal(db_insert_url(d, &a, log_cb, &l), 0);
+    assert_int_equal(db_insert_url(d, &b, log_cb, &l), 0);
+    assert_int_equal(db_insert_url(d, &a, log_cb, &l), 0);
+    assert_int_equal(db_insert_url(d, &b, NULL, NULL), 0);
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.status[0], 1);
+    assert_int_equal(l.status[1], 1);
+    assert_int_equal(l.status[2], 0);
+    assert_int_equal(l.id[2], l.id[0]);
+    assert_true(l.id[1] > l.id[0]);
+    assert_string_equal(l.url[0], "https://a.example/1");
+    assert_string_equal(l.url[1], "https://b.example/2");
+    assert_false(pthread_equal(l.thread[0], pthread_self()));
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 2);
+    assert_int_equal(st.failed_ops, 0);
+
+    /* a callback may not call back into db */
+    l.d = d;
+    assert_int_equal(db_insert_url(d, &a, log_cb, &l), 0);
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(l.reentry, -EDEADLK);
+    assert_int_equal(db_close(d), 0);
+}
+
+static void test_batching(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 100, .queue_cap = 1000 };
+    db *d = open_ok(f->state, &o);
+    db_reader *rd;
+    char url[64];
+    int64_t counts[DB_STATE_COUNT], max = 0;
+    db_stats st;
+    enum { N = 20000 };
+
+    for (int i = 0; i < N; i++) {
+        db_url u = url_of(url, "h0.example", i % 3);
+        make_url(url, sizeof url, 0, i);
+        assert_int_equal(db_insert_url(d, &u, NULL, NULL), 0);
+    }
+    assert_int_equal(db_flush(d), 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], N);
+    assert_int_equal(st.ops, N + 1);
+    assert_int_equal(st.queued, 0);
+    /* at most batch_size ops per COMMIT, and more than one per COMMIT on average
+     * is not promised, so only the bound is asserted */
+    assert_true(st.commits >= (N + 1 + 99) / 100);
+    assert_true(st.commits <= N + 1);
+
+    rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_count_by_state(rd, counts), 0);
+    assert_int_equal(counts[DB_STATE_QUEUED], N);
+    assert_int_equal(counts[DB_STATE_DONE], 0);
+    assert_int_equal(db_reader_max_id(rd, &max), 0);
+    assert_int_equal(max, N);
+    for (int i = 0; i < N; i += 997) {
+        make_url(url, sizeof url, 0, i);
+        assert_int_equal(db_reader_exists(rd, url, 0, NULL), 1);
+    }
+    assert_int_equal(db_reader_exists(rd, "https://h0.example/p/x", 0, NULL), 0);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+}
+
+typedef struct gate {
+    atomic_int entered;
+    atomic_int open;
+} gate;
+
+/* Holds the writer thread inside a callback until the test opens the gate. */
+static void gate_cb(void *ud, const db_result *r)
+{
+    gate *g = ud;
+    struct timespec ms = { 0, 1000000 };
+
+    (void)r;
+    atomic_store(&g->entered, 1);
+    while (!atomic_load(&g->open))
+        nanosleep(&ms, NULL);
+}
+
+/* With the writer held, 500 ops queue up; released, it must commit them in
+ * batches of at most batch_size, and take whatever is queued in one go. */
+static int64_t commits_for_500(const char *dir, int batch_size)
+{
+    db_opts o = { .batch_size = batch_size, .queue_cap = 1000 };
+    db *d = open_ok(dir, &o);
+    gate g = { 0 };
+    struct timespec ms = { 0, 1000000 };
+    char url[64];
+    db_url u = url_of("https://gate.example/", "gate.example", 0);
+    db_stats st;
+
+    assert_int_equal(db_insert_url(d, &u, gate_cb, &g), 0);
+    while (!atomic_load(&g.entered))
+        nanosleep(&ms, NULL);
+    for (int i = 0; i < 500; i++) {
+        u = url_of(url, "h0.example", 0);
+        make_url(url, sizeof url, 0, batch_size * 1000 + i);
+        assert_int_equal(db_insert_url(d, &u, NULL, NULL), 0);
+    }
+    db_get_stats(d, &st);
+    assert_int_equal(st.queued, 500);
+    atomic_store(&g.open, 1);
+    assert_int_equal(db_flush(d), 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.ops, 502);
+    assert_int_equal(db_close(d), 0);
+    return st.commits;
+}
+
+static void test_batch_size_respected(void **state)
+{
+    fixture *f = *state;
+    int64_t c;
+
+    /* gate alone, 5 x 100, then the flush (500 is a multiple of 100) */
+    assert_int_equal(commits_for_500(f->state, 100), 1 + 5 + 1);
+    /* gate alone, the 500 together, the flush alone or with them */
+    c = commits_for_500(f->state, 1000);
+    assert_true(c == 2 || c == 3);
+}
+
+static void test_tiny_queue_and_batch(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 1000, .queue_cap = 3 };
+    db *d = open_ok(f->state, &o);
+    char url[64];
+    db_stats st;
+
+    for (int i = 0; i < 300; i++) {
+        db_url u = url_of(url, "h0.example", 0);
+        make_url(url, sizeof url, 0, i);
+        assert_int_equal(db_insert_url(d, &u, NULL, NULL), 0);
+    }
+    assert_int_equal(db_flush(d), 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 300);
+    assert_true(st.commits >= 301 / 3); /* a batch never holds more than the queue */
+    assert_int_equal(db_close(d), 0);
+}
+
+static void test_close_drains_queue(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 7 };
+    db *d = open_ok(f->state, &o);
+    char url[64];
+
+    for (int i = 0; i < 500; i++) {
+        db_url u = url_of(url, "h0.example", 0);
+        make_url(url, sizeof url, 0, i);
+        assert_int_equal(db_insert_url(d, &u, NULL, NULL), 0);
+    }
+    assert_int_equal(db_close(d), 0); /* no flush */
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 500);
+    /* and the WAL was checkpointed into the main file */
+    {
+        char path[256];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/crawld.db-wal", f->state);
+        assert_true(stat(path, &sb) != 0 || sb.st_size == 0);
+    }
+}
+
+/* ---- concurrency ---- */
+
+enum { PRODUCERS = 4, SPAN = 2000, STRIDE = 1000, DISTINCT = STRIDE * (PRODUCERS - 1) + SPAN };
+
+typedef struct shared shared;
+typedef struct slot {
+    shared *s;
+    int i;
+} slot;
+
+struct shared {
+    db *d;
+    atomic_int news[DISTINCT];
+    _Atomic int64_t ids[DISTINCT];
+    slot slots[DISTINCT];
+    atomic_int answers;
+    atomic_int bad;
+};
+
+typedef struct producer {
+    shared *s;
+    int t;
+    pthread_t th;
+} producer;
+
+static void check_answer(shared *s, int i, int status, int64_t id)
+{
+    int64_t expected = 0;
+
+    if (status < 0 || id <= 0) {
+        atomic_fetch_add(&s->bad, 1);
+        return;
+    }
+    if (status == 1)
+        atomic_fetch_add(&s->news[i], 1);
+    /* every answer for one URL names the same row */
+    if (!atomic_compare_exchange_strong(&s->ids[i], &expected, id) && expected != id)
+        atomic_fetch_add(&s->bad, 1);
+    atomic_fetch_add(&s->answers, 1);
+}
+
+static void slot_cb(void *ud, const db_result *r)
+{
+    slot *sl = ud;
+    char want[64];
+
+    make_url(want, sizeof want, 1, sl->i);
+    if (r->url_len != strlen(want) || memcmp(r->url, want, r->url_len) != 0)
+        atomic_fetch_add(&sl->s->bad, 1);
+    check_answer(sl->s, sl->i, r->status, r->id);
+}
+
+/* Thread 3: db_insert_urls_wait in chunks of 100. */
+static void produce_batches(producer *p)
+{
+    enum { CHUNK = 100 };
+    char urls[CHUNK][64];
+    db_url u[CHUNK];
+    int status[CHUNK];
+    int64_t ids[CHUNK];
+
+    for (int k = 0; k < SPAN; k += CHUNK) {
+        for (int j = 0; j < CHUNK; j++) {
+            make_url(urls[j], sizeof urls[j], 1, p->t * STRIDE + k + j);
+            u[j] = url_of(urls[j], "h1.example", 0);
+        }
+        if (db_insert_urls_wait(p->s->d, u, CHUNK, status, ids) != 0)
+            atomic_fetch_add(&p->s->bad, 1);
+        for (int j = 0; j < CHUNK; j++)
+            check_answer(p->s, p->t * STRIDE + k + j, status[j], ids[j]);
+    }
+}
+
+static void *produce(void *arg)
+{
+    producer *p = arg;
+    char url[64];
+
+    if (p->t == 3) {
+        produce_batches(p);
+        return NULL;
+    }
+    for (int k = 0; k < SPAN; k++) {
+        /* odd threads walk their range backwards: more collisions */
+        int i = p->t * STRIDE + (p->t % 2 ? SPAN - 1 - k : k);
+        db_url u = url_of(url, "h1.example", 0);
+        make_url(url, sizeof url, 1, i);
+        if (p->t < 2) {
+            if (db_insert_url(p->s->d, &u, slot_cb, &p->s->slots[i]) != 0)
+                atomic_fetch_add(&p->s->bad, 1);
+        } else {
+            int64_t id = 0;
+            int rc = db_insert_url_wait(p->s->d, &u, &id);
+            check_answer(p->s, i, rc, id);
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent_producers(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 64, .queue_cap = 256 };
+    shared *s = calloc(1, sizeof *s);
+    producer p[PRODUCERS];
+    db_reader *rd;
+    int64_t counts[DB_STATE_COUNT];
+    char url[64];
+
+    assert_non_null(s);
+    s->d = open_ok(f->state, &o);
+    for (int i = 0; i < DISTINCT; i++)
+        s->slots[i] = (slot){ s, i };
+    for (int t = 0; t < PRODUCERS; t++) {
+        p[t] = (producer){ .s = s, .t = t };
+        assert_int_equal(pthread_create(&p[t].th, NULL, produce, &p[t]), 0);
+    }
+    for (int t = 0; t < PRODUCERS; t++)
+        pthread_join(p[t].th, NULL);
+    assert_int_equal(db_flush(s->d), 0);
+
+    assert_int_equal(atomic_load(&s->bad), 0);
+    assert_int_equal(atomic_load(&s->answers), PRODUCERS * SPAN);
+    for (int i = 0; i < DISTINCT; i++)
+        assert_int_equal(atomic_load(&s->news[i]), 1);
+    rd = db_reader_open(s->d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_count_by_state(rd, counts), 0);
+    assert_int_equal(counts[DB_STATE_QUEUED], DISTINCT);
+    for (int i = 0; i < DISTINCT; i++) {
+        int64_t id = 0;
+        make_url(url, sizeof url, 1, i);
+        assert_int_equal(db_reader_exists(rd, url, 0, &id), 1);
+        assert_int_equal(id, atomic_load(&s->ids[i]));
+    }
+    db_reader_free(rd);
+    assert_int_equal(db_close(s->d), 0);
+    free(s);
+}
+
+/* ---- updates ---- */
+
+static void test_record_outcome(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_url u = url_of("https://a.example/page", "a.example", 2);
+    db_outcome oc = { .state = DB_STATE_DONE, .http_status = 200, .bytes = 12345,
+                      .fetch_ms = 87, .attempts = 2, .fetched_at = 1700000000123LL,
+                      .content_type = "text/html; charset=utf-8" };
+    db_outcome bad = { .state = DB_STATE_FAILED, .attempts = 5,
+                       .error = "connection refused" };
+    int64_t id = 0, id2 = 0;
+    db_stats st;
+    char err[512], sql[256];
+
+    u.parent = 0;
+    assert_int_equal(db_insert_url_wait(d, &u, &id), 1);
+    u.url = "https://a.example/other";
+    u.parent = id;
+    u.kind = DB_KIND_REQUISITE;
+    assert_int_equal(db_insert_url_wait(d, &u, &id2), 1);
+    assert_int_equal(db_set_state(d, id, DB_STATE_IN_FLIGHT), 0);
+    assert_int_equal(db_flush(d), 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 1);
+    assert_int_equal(st.rows[DB_STATE_IN_FLIGHT], 1);
+    assert_int_equal(db_record_outcome(d, id, &oc), 0);
+    assert_int_equal(db_record_outcome(d, id2, &bad), 0);
+    assert_int_equal(db_flush(d), 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 0);
+    assert_int_equal(st.rows[DB_STATE_IN_FLIGHT], 0);
+    assert_int_equal(st.rows[DB_STATE_DONE], 1);
+    assert_int_equal(st.rows[DB_STATE_FAILED], 1);
+
+    /* a missing row: reported by the next flush, once */
+    assert_int_equal(db_set_state(d, 999, DB_STATE_DONE), 0);
+    assert_int_equal(db_flush(d), -ENOENT);
+    assert_int_equal(db_last_error(d, err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "999"));
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(db_set_state(d, id, 17), -EINVAL);
+    assert_int_equal(db_record_outcome(d, 0, &oc), -EINVAL);
+    assert_int_equal(db_close(d), 0);
+
+#define COL(c, which) (snprintf(sql, sizeof sql, "SELECT " c " FROM urls WHERE id = %lld", \
+                                (long long)(which)), raw_int(f->state, sql))
+    assert_int_equal(COL("state", id), DB_STATE_DONE);
+    assert_int_equal(COL("http_status", id), 200);
+    assert_int_equal(COL("bytes", id), 12345);
+    assert_int_equal(COL("fetch_ms", id), 87);
+    assert_int_equal(COL("attempts", id), 2);
+    assert_int_equal(COL("fetched_at", id), 1700000000123LL);
+    assert_int_equal(COL("depth", id), 2);
+    assert_int_equal(COL("parent IS NULL", id), 1);
+    assert_int_equal(COL("error IS NULL", id), 1);
+    assert_int_equal(COL("content_type = 'text/html; charset=utf-8'", id), 1);
+    assert_int_equal(COL("discovered_at > 1600000000000", id), 1);
+    assert_int_equal(COL("state", id2), DB_STATE_FAILED);
+    assert_int_equal(COL("http_status IS NULL", id2), 1);
+    assert_int_equal(COL("error = 'connection refused'", id2), 1);
+    assert_int_equal(COL("parent", id2), id);
+    assert_int_equal(COL("kind", id2), DB_KIND_REQUISITE);
+    assert_int_equal(COL("fetched_at > 1600000000000", id2), 1);
+#undef COL
+}
+
+/* ---- readers ---- */
+
+typedef struct scan_log {
+    int n;
+    int64_t ids[32];
+    char urls[32][48];
+    int stop_at; /* return 1 at this row; 0 never */
+    int fail_at; /* return -42 at this row */
+} scan_log;
+
+static int scan_cb(void *ud, int64_t id, const char *url, size_t len)
+{
+    scan_log *l = ud;
+
+    if (l->n < 32) {
+        l->ids[l->n] = id;
+        snprintf(l->urls[l->n], sizeof l->urls[0], "%.*s", (int)len, url);
+    }
+    l->n++;
+    if (l->stop_at && l->n == l->stop_at)
+        return 1;
+    if (l->fail_at && l->n == l->fail_at)
+        return -42;
+    return 0;
+}
+
+static void test_scan_after(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_reader *rd;
+    int64_t ids[10], max = -1;
+    char url[64];
+    scan_log l = { 0 };
+
+    rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_max_id(rd, &max), 0);
+    assert_int_equal(max, 0);
+    assert_int_equal(db_reader_scan_after(rd, 0, scan_cb, &l), 0);
+    for (int i = 0; i < 10; i++) {
+        db_url u = url_of(url, "h2.example", 0);
+        make_url(url, sizeof url, 2, 9 - i); /* ids do not follow url order */
+        assert_int_equal(db_insert_url_wait(d, &u, &ids[i]), 1);
+    }
+    assert_int_equal(db_reader_max_id(rd, &max), 0);
+    assert_int_equal(max, ids[9]);
+
+    assert_int_equal(db_reader_scan_after(rd, 0, scan_cb, &l), 10);
+    assert_int_equal(l.n, 10);
+    for (int i = 0; i < 10; i++) {
+        make_url(url, sizeof url, 2, 9 - i);
+        assert_int_equal(l.ids[i], ids[i]);
+        assert_string_equal(l.urls[i], url);
+    }
+    l = (scan_log){ 0 };
+    assert_int_equal(db_reader_scan_after(rd, ids[4], scan_cb, &l), 5);
+    assert_int_equal(l.ids[0], ids[5]);
+    assert_int_equal(l.ids[4], ids[9]);
+    l = (scan_log){ .stop_at = 3 };
+    assert_int_equal(db_reader_scan_after(rd, 0, scan_cb, &l), 3);
+    l = (scan_log){ .fail_at = 2 };
+    assert_int_equal(db_reader_scan_after(rd, 0, scan_cb, &l), -42);
+    l = (scan_log){ 0 };
+    assert_int_equal(db_reader_scan_after(rd, ids[9], scan_cb, &l), 0);
+    /* the reader works again after an interrupted scan */
+    assert_int_equal(db_reader_exists(rd, l.urls[0], 0, NULL), 0);
+    make_url(url, sizeof url, 2, 0);
+    assert_int_equal(db_reader_exists(rd, url, 0, NULL), 1);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+}
+
+typedef struct row_log {
+    int n;
+    int64_t ids[32];
+    char hosts[32][16];
+    int depth[32];
+} row_log;
+
+static int row_cb(void *ud, const db_row *r)
+{
+    row_log *l = ud;
+
+    if (l->n < 32) {
+        l->ids[l->n] = r->id;
+        snprintf(l->hosts[l->n], sizeof l->hosts[0], "%.*s", (int)r->host_len, r->host);
+        l->depth[l->n] = r->depth;
+    }
+    l->n++;
+    return 0;
+}
+
+/* Checks that the rows logged are exactly the 1-based insert numbers in want. */
+static void expect_rows(const row_log *l, const int64_t *id, const int *want, int n)
+{
+    assert_int_equal(l->n, n);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(l->ids[i], id[want[i]]);
+}
+
+typedef struct host_log {
+    int n;
+    char host[8][16];
+    int64_t counts[8][DB_STATE_COUNT];
+} host_log;
+
+static int host_cb(void *ud, const char *host, size_t len, const int64_t counts[DB_STATE_COUNT])
+{
+    host_log *l = ud;
+
+    if (l->n < 8) {
+        snprintf(l->host[l->n], sizeof l->host[0], "%.*s", (int)len, host);
+        memcpy(l->counts[l->n], counts, sizeof l->counts[0]);
+    }
+    l->n++;
+    return 0;
+}
+
+static void test_queued_order(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    static const struct { const char *host; int depth; } rows[] = {
+        { NULL, 0 }, /* 1-based */
+        { "a", 2 }, { "b", 0 }, { "a", 1 }, { "a", 0 },
+        { "b", 1 }, { "c", 0 }, { "a", 1 }, { "c", 2 },
+    };
+    int64_t id[9];
+    const char *ex_b[] = { "b" }, *ex_bc[] = { "c", "b" };
+    db_reader *rd;
+    row_log l;
+    host_log hl = { 0 };
+    char url[64];
+
+    for (int i = 1; i <= 8; i++) {
+        db_url u = url_of(url, rows[i].host, rows[i].depth);
+        snprintf(url, sizeof url, "https://%s/%d", rows[i].host, i);
+        assert_int_equal(db_insert_url_wait(d, &u, &id[i]), 1);
+    }
+    assert_int_equal(db_set_state(d, id[8], DB_STATE_DONE), 0);
+    assert_int_equal(db_set_state(d, id[6], DB_STATE_IN_FLIGHT), 0);
+    assert_int_equal(db_flush(d), 0);
+    rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+
+    l = (row_log){ 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ 0 }, row_cb, &l), 6);
+    expect_rows(&l, id, (const int[]){ 2, 4, 3, 5, 7, 1 }, 6);
+    assert_string_equal(l.hosts[0], "b");
+    assert_int_equal(l.depth[5], 2);
+
+    l = (row_log){ 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ .host = "a" }, row_cb, &l), 4);
+    expect_rows(&l, id, (const int[]){ 4, 3, 7, 1 }, 4);
+
+    l = (row_log){ 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ .max = 2 }, row_cb, &l), 2);
+    expect_rows(&l, id, (const int[]){ 2, 4 }, 2);
+
+    l = (row_log){ 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ .exclude_hosts = ex_b,
+                                                                   .n_exclude = 1 },
+                                           row_cb, &l), 4);
+    expect_rows(&l, id, (const int[]){ 4, 3, 7, 1 }, 4);
+    l = (row_log){ 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ .exclude_hosts = ex_bc,
+                                                                   .n_exclude = 2, .max = 3 },
+                                           row_cb, &l), 3);
+    expect_rows(&l, id, (const int[]){ 4, 3, 7 }, 3);
+
+    /* resume after a position: (0, id of row 4) */
+    l = (row_log){ 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ .after_depth = 0,
+                                                                   .after_id = id[4] },
+                                           row_cb, &l), 4);
+    expect_rows(&l, id, (const int[]){ 3, 5, 7, 1 }, 4);
+    l = (row_log){ 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ .host = "a", .after_depth = 1,
+                                                                   .after_id = id[3] },
+                                           row_cb, &l), 2);
+    expect_rows(&l, id, (const int[]){ 7, 1 }, 2);
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ .after_depth = -1 },
+                                           row_cb, &l), -EINVAL);
+
+    assert_int_equal(db_reader_host_counts(rd, NULL, host_cb, &hl), 3);
+    assert_string_equal(hl.host[0], "a");
+    assert_int_equal(hl.counts[0][DB_STATE_QUEUED], 4);
+    assert_string_equal(hl.host[1], "b");
+    assert_int_equal(hl.counts[1][DB_STATE_QUEUED], 2);
+    assert_string_equal(hl.host[2], "c");
+    assert_int_equal(hl.counts[2][DB_STATE_QUEUED], 0);
+    assert_int_equal(hl.counts[2][DB_STATE_IN_FLIGHT], 1);
+    assert_int_equal(hl.counts[2][DB_STATE_DONE], 1);
+    hl = (host_log){ 0 };
+    assert_int_equal(db_reader_host_counts(rd, "c", host_cb, &hl), 1);
+    assert_int_equal(hl.counts[0][DB_STATE_DONE], 1);
+    assert_int_equal(db_reader_host_counts(rd, "zzz", host_cb, &hl), 0);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+}
+
+/* seen_only rows (the dedup tool's) stay out of the frontier indexes: they
+ * are counted, never selected as queued, and come back when re-queued. */
+static void test_seen_only_rows(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_reader *rd;
+    int64_t id[8], counts[DB_STATE_COUNT];
+    row_log l = { 0 };
+    host_log hl = { 0 };
+    db_stats st;
+    char url[64];
+
+    for (int i = 0; i < 8; i++) {
+        db_url u = url_of(url, "s.example", 0);
+        make_url(url, sizeof url, 5, i);
+        u.state = i < 3 ? DB_STATE_QUEUED : DB_STATE_SEEN_ONLY;
+        assert_int_equal(db_insert_url_wait(d, &u, &id[i]), 1);
+    }
+    assert_int_equal(db_set_state(d, id[0], DB_STATE_DONE), 0);
+    assert_int_equal(db_flush(d), 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_SEEN_ONLY], 5);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 2);
+    rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_count_by_state(rd, counts), 0);
+    assert_int_equal(counts[DB_STATE_SEEN_ONLY], 5);
+    assert_int_equal(counts[DB_STATE_QUEUED], 2);
+    assert_int_equal(counts[DB_STATE_DONE], 1);
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ .host = "s.example" },
+                                           row_cb, &l), 2);
+    expect_rows(&l, id, (const int[]){ 1, 2 }, 2);
+    assert_int_equal(db_reader_host_counts(rd, NULL, host_cb, &hl), 1);
+    assert_int_equal(hl.counts[0][DB_STATE_QUEUED], 2);
+    assert_int_equal(hl.counts[0][DB_STATE_SEEN_ONLY], 0); /* not per host */
+
+    /* moved to queued: the partial index picks it up */
+    assert_int_equal(db_set_state(d, id[5], DB_STATE_QUEUED), 0);
+    assert_int_equal(db_flush(d), 0);
+    l = (row_log){ 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ 0 }, row_cb, &l), 3);
+    expect_rows(&l, id, (const int[]){ 1, 2, 5 }, 3);
+    assert_int_equal(db_reader_count_by_state(rd, counts), 0);
+    assert_int_equal(counts[DB_STATE_SEEN_ONLY], 4);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+
+    /* counts survive a reopen */
+    d = open_ok(f->state, NULL);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_SEEN_ONLY], 4);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 3);
+    assert_int_equal(st.rows[DB_STATE_DONE], 1);
+    assert_int_equal(db_close(d), 0);
+}
+
+static void test_reader_open_dir(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    db *d;
+    db_reader *rd;
+    int64_t counts[DB_STATE_COUNT];
+    db_url u = url_of("https://a.example/", "a.example", 0);
+
+    assert_null(db_reader_open_dir(f->state, err, sizeof err));
+    assert_non_null(strstr(err, "crawld.db"));
+    d = open_ok(f->state, NULL);
+    assert_int_equal(db_insert_url_wait(d, &u, NULL), 1);
+    /* while the crawl runs (another process would do the same) */
+    rd = db_reader_open_dir(f->state, err, sizeof err);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_count_by_state(rd, counts), 0);
+    assert_int_equal(counts[DB_STATE_QUEUED], 1);
+    assert_int_equal(db_reader_check(rd, 1, err, sizeof err), 0);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+    /* and after it ended */
+    rd = db_reader_open_dir(f->state, err, sizeof err);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_exists(rd, "https://a.example/", 0, NULL), 1);
+    assert_int_equal(db_reader_check(rd, 0, err, sizeof err), 0);
+    db_reader_free(rd);
+}
+
+/* ---- crash safety ---- */
+
+enum { CRASH_FLUSHED = 3000, CRASH_IN_FLIGHT = 25, CRASH_MORE = 2000 };
+
+/* The child: inserts, marks some rows in flight, flushes and says how many
+ * rows are durable, then keeps inserting until it is killed. */
+static void crash_child(const char *dir, int fd)
+{
+    db_opts o = { .batch_size = 500 };
+    char err[512], url[64];
+    db *d = db_open(dir, &o, err, sizeof err);
+    int32_t n = CRASH_FLUSHED;
+
+    if (d == NULL)
+        _exit(10);
+    for (int i = 0; i < CRASH_FLUSHED; i++) {
+        db_url u = url_of(url, "h3.example", i % 4);
+        make_url(url, sizeof url, 3, i);
+        if (i < CRASH_IN_FLIGHT) {
+            int64_t id = 0;
+            if (db_insert_url_wait(d, &u, &id) != 1 || db_set_state(d, id, DB_STATE_IN_FLIGHT) != 0)
+                _exit(11);
+        } else if (db_insert_url(d, &u, NULL, NULL) != 0) {
+            _exit(12);
+        }
+    }
+    if (db_flush(d) != 0)
+        _exit(13);
+    if (write(fd, &n, sizeof n) != (ssize_t)sizeof n)
+        _exit(14);
+    for (int i = CRASH_FLUSHED; i < 100000000; i++) {
+        db_url u = url_of(url, "h3.example", 0);
+        make_url(url, sizeof url, 3, i);
+        if (db_insert_url(d, &u, NULL, NULL) != 0)
+            _exit(15);
+        if (i == CRASH_FLUSHED + CRASH_MORE && write(fd, &n, sizeof n) != (ssize_t)sizeof n)
+            _exit(16);
+    }
+    _exit(17); /* not reached: the parent kills us */
+}
+
+static void test_crash_safety(void **state)
+{
+    fixture *f = *state;
+    int fds[2], status;
+    int32_t flushed = 0, again = 0;
+    pid_t pid;
+    db *d;
+    db_reader *rd;
+    int64_t counts[DB_STATE_COUNT], max = 0, later;
+    char url[64], err[512];
+
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        crash_child(f->state, fds[1]);
+    }
+    close(fds[1]);
+    assert_int_equal(read(fds[0], &flushed, sizeof flushed), (ssize_t)sizeof flushed);
+    assert_int_equal(read(fds[0], &again, sizeof again), (ssize_t)sizeof again);
+    kill(pid, SIGKILL);
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+    assert_int_equal(flushed, CRASH_FLUSHED);
+
+    d = open_ok(f->state, NULL);
+    assert_int_equal(db_recovered_in_flight(d), CRASH_IN_FLIGHT);
+    rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_check(rd, 0, err, sizeof err), 0);
+    for (int i = 0; i < CRASH_FLUSHED; i++) {
+        make_url(url, sizeof url, 3, i);
+        assert_int_equal(db_reader_exists(rd, url, 0, NULL), 1);
+    }
+    assert_int_equal(db_reader_count_by_state(rd, counts), 0);
+    assert_int_equal(counts[DB_STATE_IN_FLIGHT], 0);
+    assert_int_equal(db_reader_max_id(rd, &max), 0);
+    assert_int_equal(counts[DB_STATE_QUEUED], max);
+    assert_true(max >= CRASH_FLUSHED);
+    /* what was committed after the flush is a prefix of the queue order */
+    later = max - CRASH_FLUSHED;
+    if (later > 0) {
+        make_url(url, sizeof url, 3, (int)(CRASH_FLUSHED + later - 1));
+        assert_int_equal(db_reader_exists(rd, url, 0, NULL), 1);
+    }
+    make_url(url, sizeof url, 3, (int)(CRASH_FLUSHED + later));
+    assert_int_equal(db_reader_exists(rd, url, 0, NULL), 0);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+    d = open_ok(f->state, NULL);
+    assert_int_equal(db_recovered_in_flight(d), 0);
+    assert_int_equal(db_close(d), 0);
+}
+
+/* ---- write errors ---- */
+
+typedef struct err_count {
+    int ok, failed;
+} err_count;
+
+static void count_cb(void *ud, const db_result *r)
+{
+    err_count *c = ud;
+
+    if (r->status < 0)
+        c->failed++;
+    else
+        c->ok++;
+}
+
+/* A file size limit makes SQLite's writes fail as on a full disk: the
+ * writer reports the error with the path and keeps running. In a child, so
+ * the limit stays there. */
+static void test_write_error_reported(void **state)
+{
+    fixture *f = *state;
+    int fds[2], status;
+    pid_t pid;
+    char msgbuf[600] = "";
+    ssize_t n;
+
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl = { 256 * 1024, 256 * 1024 };
+        db_opts o = { .batch_size = 200 };
+        char err[512] = "", url[300];
+        err_count c = { 0 };
+        int rc = 0, code;
+        db *d;
+
+        close(fds[0]);
+        signal(SIGXFSZ, SIG_IGN);
+        d = db_open(f->state, &o, err, sizeof err);
+        if (d == NULL || setrlimit(RLIMIT_FSIZE, &rl) != 0)
+            _exit(20);
+        for (int i = 0; i < 20000 && rc == 0; i++) {
+            db_url u = url_of(url, "h4.example", 0);
+            snprintf(url, sizeof url, "https://h4.example/%0250d", i);
+            if (db_insert_url(d, &u, count_cb, &c) != 0)
+                _exit(21);
+            if (i % 500 == 499)
+                rc = db_flush(d);
+        }
+        code = db_last_error(d, err, sizeof err);
+        if (rc >= 0 || code >= 0 || c.failed == 0 || c.ok == 0)
+            _exit(22);
+        if (write(fds[1], err, strlen(err)) < 0)
+            _exit(23);
+        db_close(d);
+        _exit(0);
+    }
+    close(fds[1]);
+    n = read(fds[0], msgbuf, sizeof msgbuf - 1);
+    msgbuf[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_non_null(strstr(msgbuf, f->state));
+    assert_non_null(strstr(msgbuf, "crawld.db"));
+}
+
+/* ---- out of memory ---- */
+
+static void test_out_of_memory(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    db *d = NULL;
+    long n;
+    db_url u = url_of("https://a.example/", "a.example", 0);
+    db_outcome oc = { .state = DB_STATE_FAILED, .error = "x" };
+
+    for (n = 1; n < 50 && d == NULL; n++) {
+        err[0] = '\0';
+        cr_alloc_fail_after(n);
+        d = db_open(f->state, NULL, err, sizeof err);
+        cr_alloc_fail_after(0);
+        if (d == NULL)
+            assert_true(err[0] != '\0');
+    }
+    assert_non_null(d);
+    assert_true(n > 2); /* some runs did fail */
+    cr_alloc_fail_after(1);
+    assert_int_equal(db_insert_url(d, &u, NULL, NULL), -ENOMEM);
+    cr_alloc_fail_after(1);
+    assert_int_equal(db_record_outcome(d, 1, &oc), -ENOMEM);
+    cr_alloc_fail_after(0);
+    assert_int_equal(db_insert_url_wait(d, &u, NULL), 1); /* borrows: no allocation */
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(db_close(d), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+        T(test_create_and_reopen),
+        T(test_wal_mode),
+        T(test_newer_schema_refused),
+        T(test_foreign_sqlite_refused),
+        T(test_garbage_file_refused),
+        T(test_state_dir_is_a_file),
+        T(test_read_only_state_dir),
+        T(test_second_open_refused),
+        T(test_bad_options),
+        T(test_insert_sync_new_vs_existing),
+        T(test_insert_batch_wait),
+        T(test_insert_async_callback),
+        T(test_batching),
+        T(test_batch_size_respected),
+        T(test_tiny_queue_and_batch),
+        T(test_close_drains_queue),
+        T(test_concurrent_producers),
+        T(test_record_outcome),
+        T(test_scan_after),
+        T(test_queued_order),
+        T(test_seen_only_rows),
+        T(test_reader_open_dir),
+        T(test_crash_safety),
+        T(test_write_error_reported),
+        T(test_out_of_memory),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
