@@ -35,5 +35,6 @@ int cmd_check_config(int argc, char **argv);
 int cmd_canon(int argc, char **argv);
 int cmd_links(int argc, char **argv);
 int cmd_robots(int argc, char **argv);
+int cmd_dedup(int argc, char **argv);
 
 #endif
