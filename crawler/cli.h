@@ -33,5 +33,6 @@ int cli_bad_option(const char *cmd, const char *opt);
 
 int cmd_check_config(int argc, char **argv);
 int cmd_canon(int argc, char **argv);
+int cmd_dedup(int argc, char **argv);
 
 #endif

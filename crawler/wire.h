@@ -7,7 +7,9 @@
 
 #include "config/config.h"
 #include "crawler/url.h"
+#include "dedup/bloom.h"
 
 void wire_url_policy(const crawl_config *c, url_policy *out /* OUT */);
+void wire_bloom_params(const crawl_config *c, bloom_params *out /* OUT */);
 
 #endif

@@ -1,0 +1,351 @@
+/* crawler/cmd_dedup: `crawld dedup` reads URLs on stdin, one per line, and
+ * writes each first-seen canonical URL on stdout in input order; the
+ * counters of every dedup layer go to stderr at the end.
+ *
+ * With --state DIR the seen-set persists: SQLite in DIR, a Bloom snapshot
+ * beside it (written every dedup.snapshot_interval_s and at the end, with
+ * the highest row id it covers), caught up from the rows after that mark at
+ * start. Without --state, a temporary database is removed at exit, and with
+ * --verify never and no --state the Bloom filter alone decides. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/buf.h"
+#include "crawler/summary.h"
+#include "crawler/url.h"
+#include "crawler/verifier.h"
+#include "crawler/wire.h"
+#include "dedup/seen.h"
+#include "storage/db.h"
+
+static const char usage[] =
+    "usage: crawld dedup [-c FILE] [--set K=V]... [--verify never|always]\n"
+    "                    [--state DIR] [--stats-json FILE] < urls.txt\n"
+    "\n"
+    "Reads URLs on stdin, one per line, and writes each first-seen canonical URL\n"
+    "on stdout, in input order. At the end, prints on stderr how many URLs each\n"
+    "layer decided: Bloom NO (new for certain), Bloom MAYBE trusted, the recent\n"
+    "cache, SQLite, and the false positives SQLite caught. Lines that are not\n"
+    "URLs are reported on stderr with their line number and counted.\n"
+    "\n"
+    "  --verify MODE     never: trust a Bloom MAYBE (fast; may drop about\n"
+    "                    dedup.fp_rate of the new URLs); always: settle every\n"
+    "                    MAYBE exactly (recent cache, then SQLite). Default:\n"
+    "                    dedup.verify, with in-scope meaning always here\n"
+    "  --state DIR       keep the seen-set in DIR across runs (SQLite + Bloom\n"
+    "                    snapshot); default: a temporary database\n"
+    "  --stats-json FILE write the counters as JSON to FILE\n"
+    "  -c FILE, --set K=V  configuration, as for every command\n";
+
+#define MAX_PRINTED_REJECTS 100
+#define SNAPSHOT_NAME "bloom.snap"
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char p[4096];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+typedef struct catchup {
+    seen *s;
+} catchup;
+
+static int add_known(void *ud, int64_t id, const char *url, size_t len)
+{
+    (void)id;
+    seen_add_known(((catchup *)ud)->s, url, len);
+    return 0;
+}
+
+/* Writes the Bloom snapshot covering every committed row. */
+static int snapshot(seen *s, db *d, const char *path)
+{
+    char err[256];
+    int64_t mark = 0;
+    db_reader *rd = db_reader_open(d, err, sizeof err);
+    if (rd == NULL || db_flush(d) < 0 || db_reader_max_id(rd, &mark) < 0) {
+        fprintf(stderr, "crawld dedup: cannot read the database for a snapshot\n");
+        db_reader_free(rd);
+        return -1;
+    }
+    db_reader_free(rd);
+    if (bloom_save(seen_bloom(s), path, (uint64_t)mark, err, sizeof err) < 0) {
+        fprintf(stderr, "crawld dedup: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct run {
+    int verify;
+    const char *state_dir;
+    const char *stats_json;
+    char tmp_dir[64];
+    char snap_path[4096];
+    crawl_config cfg;
+    url_canon *uc;
+    db *d;
+    verifier *ver;
+    seen *s;
+} run;
+
+/* Opens the filter (snapshot or new) and the database; catches up. */
+static int open_state(run *r)
+{
+    char err[512];
+    bloom *bf = NULL;
+    uint64_t mark = 0;
+    const char *dir = r->state_dir;
+    if (dir == NULL && r->verify != SEEN_VERIFY_NEVER) {
+        snprintf(r->tmp_dir, sizeof r->tmp_dir, "%s/crawld-dedup-XXXXXX",
+                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (mkdtemp(r->tmp_dir) == NULL) {
+            fprintf(stderr, "crawld dedup: cannot create a temporary folder: %s\n", strerror(errno));
+            r->tmp_dir[0] = '\0';
+            return -1;
+        }
+        dir = r->tmp_dir;
+    }
+    if (r->state_dir) {
+        snprintf(r->snap_path, sizeof r->snap_path, "%s/%s", r->state_dir, SNAPSHOT_NAME);
+        int rc = bloom_load(r->snap_path, &bf, &mark, err, sizeof err);
+        if (rc < 0 && rc != -ENOENT)
+            fprintf(stderr, "crawld dedup: Bloom snapshot refused (%s); rebuilding from the database\n",
+                    err);
+    }
+    if (bf == NULL) {
+        bloom_params bp;
+        wire_bloom_params(&r->cfg, &bp);
+        mark = 0;
+        if (bloom_new(&bp, &bf) < 0) {
+            fprintf(stderr, "crawld dedup: cannot create the Bloom filter (out of memory?)\n");
+            return -1;
+        }
+    }
+    seen_verifier v;
+    if (dir) {
+        db_opts o = { (int)r->cfg.storage.sqlite_cache_mb, (int)r->cfg.storage.batch_size, 0 };
+        r->d = db_open(dir, &o, err, sizeof err);
+        if (r->d == NULL) {
+            fprintf(stderr, "crawld dedup: %s\n", err);
+            bloom_free(bf);
+            return -1;
+        }
+        r->ver = verifier_new(r->d);
+        if (r->ver == NULL) {
+            fprintf(stderr, "crawld dedup: out of memory\n");
+            bloom_free(bf);
+            return -1;
+        }
+        v = verifier_iface(r->ver);
+    }
+    /* the recent cache only ever confirms a MAYBE; never verifying, it is dead weight */
+    seen_opts so = { r->verify,
+                     r->verify == SEEN_VERIFY_NEVER ? 0 : (size_t)r->cfg.dedup.recent_cache };
+    r->s = seen_new(bf, &so, dir ? &v : NULL);
+    if (r->s == NULL) {
+        bloom_free(bf);
+        fprintf(stderr, "crawld dedup: out of memory\n");
+        return -1;
+    }
+    if (r->state_dir) {
+        db_reader *rd = db_reader_open(r->d, err, sizeof err);
+        catchup cu = { r->s };
+        int64_t n = rd ? db_reader_scan_after(rd, (int64_t)mark, add_known, &cu) : -1;
+        db_reader_free(rd);
+        if (n < 0) {
+            fprintf(stderr, "crawld dedup: cannot read %s: %s\n", db_path(r->d), err);
+            return -1;
+        }
+        if (n > 0)
+            fprintf(stderr, "crawld dedup: %lld URLs from the database added to the Bloom filter "
+                            "(after snapshot mark %llu)\n",
+                    (long long)n, (unsigned long long)mark);
+    }
+    return 0;
+}
+
+static int write_json(const char *path, const seen_counters *c, const bloom_stats *b,
+                      uint64_t lines, uint64_t rejected)
+{
+    json_t *j = summary_dedup_json(c, b);
+    if (j == NULL)
+        return -1;
+    json_object_set_new(j, "lines", json_integer((json_int_t)lines));
+    json_object_set_new(j, "rejected_lines", json_integer((json_int_t)rejected));
+    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(j);
+    if (rc < 0)
+        fprintf(stderr, "crawld dedup: cannot write %s\n", path);
+    return rc;
+}
+
+static int dedup_stream(run *r)
+{
+    static char obuf[1 << 20];
+    setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    uint64_t lineno = 0, rejected = 0;
+    int rc = 0;
+    double next_snap = now_s() + (double)r->cfg.dedup.snapshot_interval_s;
+    while (!stop_signal && (n = getline(&line, &cap, stdin)) >= 0) {
+        lineno++;
+        size_t len = (size_t)n;
+        if (len && line[len - 1] == '\n')
+            len--;
+        if (len && line[len - 1] == '\r')
+            len--;
+        url_reject why;
+        int crc = url_canon_resolve(r->uc, NULL, 0, line, len, &out, &why);
+        if (crc < 0) {
+            rejected++;
+            if (rejected <= MAX_PRINTED_REJECTS)
+                fprintf(stderr, "crawld dedup: line %llu: %s: %.120s\n",
+                        (unsigned long long)lineno,
+                        crc == -EINVAL ? url_reject_str(why) : "out of memory", line);
+            if (rejected == MAX_PRINTED_REJECTS)
+                fputs("crawld dedup: further rejected lines are counted, not printed\n", stderr);
+            continue;
+        }
+        size_t hoff = 0, hlen = 0;
+        url_host(out.data, out.len, &hoff, &hlen);
+        db_url row = { .host = out.data + hoff, .host_len = hlen, .kind = DB_KIND_SEED,
+                       .state = DB_STATE_SEEN_ONLY };
+        int res = seen_test(r->s, out.data, out.len, true, &row);
+        if (res < 0) {
+            char msg[256];
+            db_last_error(r->d, msg, sizeof msg);
+            fprintf(stderr, "crawld dedup: line %llu: the database failed: %s\n",
+                    (unsigned long long)lineno, msg);
+            rc = 1;
+            break;
+        }
+        if (seen_is_new((seen_result)res)) {
+            out.data[out.len] = '\n';
+            fwrite(out.data, 1, out.len + 1, stdout);
+        }
+        if (r->state_dir && r->cfg.dedup.snapshot_interval_s > 0 && (lineno & 0xFFFF) == 0 &&
+            now_s() >= next_snap) {
+            snapshot(r->s, r->d, r->snap_path);
+            next_snap = now_s() + (double)r->cfg.dedup.snapshot_interval_s;
+        }
+    }
+    free(line);
+    cr_buf_release(&out);
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "crawld dedup: cannot write stdout: %s\n", strerror(errno));
+        rc = 1;
+    }
+    if (r->d && db_flush(r->d) < 0) {
+        char msg[256];
+        db_last_error(r->d, msg, sizeof msg);
+        fprintf(stderr, "crawld dedup: the database failed: %s\n", msg);
+        rc = 1;
+    }
+    if (r->state_dir && rc == 0 && snapshot(r->s, r->d, r->snap_path) < 0)
+        rc = 1;
+
+    seen_counters c;
+    bloom_stats b;
+    seen_counters_get(r->s, &c);
+    bloom_stats_get(seen_bloom(r->s), &b);
+    fprintf(stderr, "crawld dedup: %llu lines, %llu URLs, %llu lines rejected (not URLs)%s\n",
+            (unsigned long long)lineno, (unsigned long long)c.keys, (unsigned long long)rejected,
+            stop_signal ? ", stopped by a signal" : "");
+    summary_dedup_print(stderr, &c, &b);
+    if (r->stats_json && write_json(r->stats_json, &c, &b, lineno, rejected) < 0)
+        rc = 1;
+    if (stop_signal && rc == 0)
+        rc = 128 + stop_signal;
+    return rc;
+}
+
+int cmd_dedup(int argc, char **argv)
+{
+    cli_conf cc = { 0 };
+    run r = { .verify = -1 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int taken = cli_conf_arg(&cc, "dedup", argc, argv, &i);
+        if (taken < 0)
+            return 2;
+        if (taken > 0)
+            continue;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (strcmp(a, "--verify") == 0 && i + 1 < argc) {
+            const char *m = argv[++i];
+            if (strcmp(m, "never") == 0)
+                r.verify = SEEN_VERIFY_NEVER;
+            else if (strcmp(m, "always") == 0)
+                r.verify = SEEN_VERIFY_ALWAYS;
+            else {
+                fprintf(stderr, "crawld dedup: --verify takes never or always, not '%s'\n", m);
+                return 2;
+            }
+        } else if (strcmp(a, "--state") == 0 && i + 1 < argc) {
+            r.state_dir = argv[++i];
+        } else if (strcmp(a, "--stats-json") == 0 && i + 1 < argc) {
+            r.stats_json = argv[++i];
+        } else {
+            return cli_bad_option("dedup", a);
+        }
+    }
+    if (cli_conf_load(&cc, "dedup", &r.cfg, false) != 0)
+        return 1;
+    if (r.verify < 0) /* every URL of the stream is one the user asks about */
+        r.verify = r.cfg.dedup.verify == VERIFY_NEVER ? SEEN_VERIFY_NEVER : SEEN_VERIFY_ALWAYS;
+    url_policy pol;
+    wire_url_policy(&r.cfg, &pol);
+    r.uc = url_canon_new(&pol);
+    struct sigaction sa = { 0 };
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int rc = 1;
+    if (r.uc && open_state(&r) == 0)
+        rc = dedup_stream(&r);
+    seen_free(r.s);
+    verifier_free(r.ver);
+    if (r.d && db_close(r.d) < 0 && rc == 0)
+        rc = 1;
+    if (r.tmp_dir[0])
+        remove_tree(r.tmp_dir);
+    url_canon_free(r.uc);
+    config_release(&r.cfg);
+    return rc;
+}

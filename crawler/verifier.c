@@ -1,0 +1,89 @@
+/* crawler/verifier: seen_verifier over storage/db, with a pool of readers.
+ * The pool's mutex guards only the free list; a reader is used by one
+ * thread at a time, outside the lock. */
+#include "verifier.h"
+
+#include <pthread.h>
+
+#include "common/alloc.h"
+
+#define POOL_MAX 64
+
+struct verifier {
+    db *d;
+    pthread_mutex_t lock;
+    db_reader *free_readers[POOL_MAX];
+    int nfree;
+};
+
+verifier *verifier_new(db *d)
+{
+    verifier *v = cr_calloc(1, sizeof *v);
+    if (v == NULL)
+        return NULL;
+    v->d = d;
+    pthread_mutex_init(&v->lock, NULL);
+    return v;
+}
+
+void verifier_free(verifier *v)
+{
+    if (v == NULL)
+        return;
+    for (int i = 0; i < v->nfree; i++)
+        db_reader_free(v->free_readers[i]);
+    pthread_mutex_destroy(&v->lock);
+    cr_free(v);
+}
+
+static db_reader *take_reader(verifier *v)
+{
+    db_reader *rd = NULL;
+    pthread_mutex_lock(&v->lock);
+    if (v->nfree > 0)
+        rd = v->free_readers[--v->nfree];
+    pthread_mutex_unlock(&v->lock);
+    return rd ? rd : db_reader_open(v->d, NULL, 0);
+}
+
+static void give_reader(verifier *v, db_reader *rd)
+{
+    pthread_mutex_lock(&v->lock);
+    if (v->nfree < POOL_MAX) {
+        v->free_readers[v->nfree++] = rd;
+        rd = NULL;
+    }
+    pthread_mutex_unlock(&v->lock);
+    db_reader_free(rd);
+}
+
+static int record_new(void *ctx, const char *key, size_t len, void *row)
+{
+    verifier *v = ctx;
+    db_url *u = row;
+    u->url = key;
+    u->url_len = len;
+    return db_insert_url(v->d, u, NULL, NULL);
+}
+
+static int check_insert(void *ctx, const char *key, size_t len, void *row)
+{
+    verifier *v = ctx;
+    db_reader *rd = take_reader(v);
+    if (rd != NULL) {
+        int found = db_reader_exists(rd, key, len, NULL);
+        give_reader(v, rd);
+        if (found == 1)
+            return 0;
+    }
+    db_url *u = row;
+    u->url = key;
+    u->url_len = len;
+    return db_insert_url_wait(v->d, u, NULL);
+}
+
+seen_verifier verifier_iface(verifier *v)
+{
+    seen_verifier s = { v, record_new, check_insert };
+    return s;
+}

@@ -1,0 +1,1259 @@
+/* dedup/bloom: sharded, scalable, cache-line-blocked Bloom filter.
+ *
+ * Layout. A stage is an array of blocks; a block is one 64-byte cache line
+ * (512 bits) or two adjacent lines (1024 bits, 128-byte aligned). A key
+ * picks one block and sets k bits inside it, so an add or a query touches
+ * one line (two adjacent ones for 2-line blocks) instead of k random lines.
+ * Chosen over Kirsch-Mitzenmacher double hashing across the whole array by
+ * measurement (bench/bench_bloom.c prints both): LAYOUT_NOTE.
+ * The price of blocking is a higher false-positive rate at the same bits
+ * per key, because blocks receive a Poisson-distributed number of keys and
+ * the crowded ones answer MAYBE more often. Sizing therefore uses the
+ * blocked layout's own model, not the classic formula:
+ *     FPR(load, k, B) = sum_j Pois(j; load) * P(k probes hit set bits | j keys)
+ * with load = items / blocks and B = 512 * lines bits per block (closed
+ * form in bloom_model_fpr); for each
+ * stage we take the k and the block count that reach the stage's target
+ * with the least memory. One line reaches 1% at about 9.9 bits per key
+ * (classic: 9.6); the gap widens at lower rates (0.03%: 18.8 vs 16.9), where
+ * two-line blocks recover most of it (17.9). With block_lines = 0 (auto) a
+ * stage uses two lines only when that saves more than 2.5% of memory, i.e.
+ * for the tight later stages of a chain, never for a 1% filter.
+ *
+ * Positions. The key is hashed once (hash_fingerprint, XXH3-128). Stage 0
+ * uses the fingerprint halves directly: lo picks the block (multiply-high
+ * "fastrange"), hi feeds k multiply-shift hashes (hi * salt_t) >> (64 -
+ * log2 B), one odd salt per bit. Later stages remix both halves with a
+ * stage-specific constant (splitmix64 finalizer) so their errors are
+ * independent. The shard is the low bits of lo, which the block choice
+ * (high bits) does not depend on.
+ *
+ * Chain (Almeida et al. 2007). Shard stage i holds cap0 * s^i items at
+ * error P0 * r^i. The compound rate of L stages is at most
+ * P0 * (1 - r^L) / (1 - r), so P0 = p * (1 - r) / (1 - r^L) keeps the whole
+ * chain at or under p (L = max_stages; L = 1 gives a plain filter at p).
+ * cap0 = n/S plus 4 standard deviations of a shard's share of n keys, so
+ * that no shard overflows before the filter holds n keys.
+ *
+ * Concurrency. Bits are words of _Atomic uint64_t, set with fetch_or and
+ * read with relaxed loads; whether a key was present is decided from the
+ * loaded and fetch_or'ed old values in the same pass. A shard's stages live
+ * in a fixed array of BLOOM_MAX_STAGES pointers; a new stage is written
+ * into the array and then published by a release store of nstages, so a
+ * reader that acquires nstages sees complete stages. shard.lock is taken
+ * only to append a stage (and by bloom_save, for all shards in index
+ * order); geom_lock (taken inside a shard lock) guards the memo of stage
+ * geometries. Counts are kept per stage in NSLOT cache-line-padded slots,
+ * one per thread (modulo NSLOT), so concurrent adders do not bounce a shared
+ * counter; the stage-full test sums the slots every qmask+1 adds of a slot,
+ * which may overfill a stage by a small fraction of its capacity (at most
+ * NSLOT * capacity / 2048).
+ *
+ * Snapshot format (little-endian): header (magic, version, total size,
+ * high-water mark, parameters), then per shard the stage count and per
+ * stage its geometry, count and bit words, then XXH3-64 of everything
+ * before it. bloom_load checks magic, version and size, then the checksum
+ * over the whole file, then every field, before it allocates anything that
+ * a field's value sizes. */
+#include "bloom.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+
+#define LINE_BITS 512
+#define LINE_WORDS 8
+#define MAX_K 16
+#define NSLOT 8
+#define AUTO_TWO_LINE_GAIN 0.025 /* two-line blocks when they save more than this */
+#define MAX_STAGE_BYTES (UINT64_C(1) << 44)
+#define MAX_CAPACITY (UINT64_C(1) << 50)
+#define HUGE_PAGE (UINT64_C(2) << 20)
+
+/* Odd 64-bit multipliers, one per bit of a key (from a splitmix64 stream). */
+static const uint64_t salts[MAX_K] = {
+    0x9e3779b97f4a7c15u, 0xbf58476d1ce4e5b9u, 0x94d049bb133111ebu, 0xd6e8feb86659fd93u,
+    0xa0761d6478bd642fu, 0xe7037ed1a0b428dbu, 0x8ebc6af09c88c6e3u, 0x589965cc75374cc3u,
+    0x1d8e4e27c47d124fu, 0xc2b2ae3d27d4eb4fu, 0x165667b19e3779f9u, 0xff51afd7ed558ccdu,
+    0xc4ceb9fe1a85ec53u, 0x87c37b91114253d5u, 0x4cf5ad432745937fu, 0x52dce729da3ed4b7u,
+};
+
+struct slot {
+    _Alignas(64) _Atomic uint64_t count; /* new items added by this slot's threads */
+    _Atomic uint64_t set_bits;           /* bits they set */
+};
+
+struct stage {
+    _Atomic uint64_t *words; /* nblocks * block_words, 64-byte aligned */
+    struct slot *slots;      /* NSLOT, right after the words */
+    void *raw;               /* the allocation holding both */
+    uint64_t nblocks;
+    uint64_t capacity;
+    uint64_t qmask;          /* the full test runs when a slot count & qmask == 0 */
+    double error;            /* target rate */
+    unsigned k;
+    unsigned lines;          /* 1 or 2 */
+    unsigned block_words;    /* 8 * lines */
+    unsigned shift;          /* 64 - log2(512 * lines) */
+    unsigned index;          /* position in the chain: selects the remix */
+};
+
+struct shard {
+    pthread_mutex_t lock;              /* appending a stage; bloom_save */
+    _Atomic unsigned nstages;          /* >= 1; release-published */
+    struct stage *stages[BLOOM_MAX_STAGES];
+    _Atomic uint64_t grow_failures;
+    _Atomic unsigned grow_pending;     /* the last append failed: retry on any add */
+};
+
+struct geom {
+    int ready; /* 1: computed; -1: no geometry fits (stage too large) */
+    uint64_t nblocks;
+    unsigned k, lines;
+};
+
+struct bloom {
+    bloom_params params;
+    uint64_t shard_mask;
+    uint64_t cap0;  /* per-shard capacity of stage 0 */
+    double p0;      /* error of stage 0 */
+    struct shard *shards;
+    pthread_mutex_t geom_lock;
+    struct geom geom[BLOOM_MAX_STAGES];
+};
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the model ---------------------------------------------------------- */
+
+static double ipow(double x, unsigned k)
+{
+    double r = 1.0;
+    for (unsigned i = 0; i < k; i++)
+        r *= x;
+    return r;
+}
+
+double bloom_model_fpr(double load, unsigned k, unsigned lines)
+{
+    if (!(load > 0.0) || k == 0 || k > MAX_K || lines == 0)
+        return 0.0;
+    /* Given j keys in a block of B bits (jk bits set with replacement) and a
+     * query whose k positions hit d distinct bits, P(all d are set) =
+     * sum_t (-1)^t C(d,t) (1 - t/B)^(jk) (inclusion-exclusion). Averaging
+     * over d (Stirling numbers) and over j ~ Poisson(load), where
+     * E[x^j] = exp(-load (1 - x)), leaves a closed form:
+     *     FPR = sum_t c_t exp(-load (1 - (1 - t/B)^k)),
+     *     c_t = (-1)^t sum_{d>=t} P(D = d) C(d, t).
+     * The simpler sum_j Pois(j) (1 - (1-1/B)^(jk))^k is about 1-2% low
+     * (it ignores that the bits of a block are not independent). The signs
+     * alternate, so it is summed in long double (error < 1e-14). */
+    long double B = (long double)LINE_BITS * lines;
+    long double stir[MAX_K + 1][MAX_K + 1] = { { 0 } };
+    stir[0][0] = 1;
+    for (unsigned n = 1; n <= k; n++)
+        for (unsigned d = 1; d <= n; d++)
+            stir[n][d] = d * stir[n - 1][d] + stir[n - 1][d - 1];
+    long double pd[MAX_K + 1], fall = 1, bk = powl(B, (long double)k);
+    for (unsigned d = 1; d <= k; d++) {
+        fall *= B - (d - 1);
+        pd[d] = stir[k][d] * fall / bk;
+    }
+    long double sum = 0;
+    for (unsigned t = 0; t <= k; t++) {
+        long double c = 0, binom = 1; /* C(d, t) as d runs from t */
+        for (unsigned d = t; d <= k; d++) {
+            if (d > t)
+                binom = binom * d / (d - t);
+            if (d >= 1)
+                c += pd[d] * binom;
+        }
+        if (t == 0)
+            c = 1;
+        long double x = powl(1 - t / B, (long double)k);
+        long double term = c * expl(-(long double)load * (1 - x));
+        sum += (t & 1) ? -term : term;
+    }
+    double r = (double)sum;
+    if (!(r > 0.0))
+        return 0.0;
+    return r > 1.0 ? 1.0 : r;
+}
+
+/* The load (items per block) a fill ratio implies: E[fill] = 1 - exp(-load (1 - q)). */
+static double load_from_fill(double fill, unsigned k, unsigned lines)
+{
+    if (fill <= 0.0)
+        return 0.0;
+    if (fill >= 1.0)
+        fill = 1.0 - 1e-12;
+    double q = ipow(1.0 - 1.0 / (LINE_BITS * (double)lines), k);
+    return -log1p(-fill) / (1.0 - q);
+}
+
+/* Largest load at which k bits in a block of `lines` lines stay at or under
+ * err (the model grows with the load). */
+static double max_load(double err, unsigned k, unsigned lines)
+{
+    double lo = 1e-6, hi = 500.0 * lines;
+    if (bloom_model_fpr(hi, k, lines) <= err)
+        return hi;
+    if (bloom_model_fpr(lo, k, lines) > err)
+        return lo;
+    for (int i = 0; i < 60 && hi - lo > 1e-9 * hi; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (bloom_model_fpr(mid, k, lines) <= err)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Chooses lines, k and the block count for cap items at err. */
+static int size_stage(uint64_t cap, double err, unsigned lines_param, struct geom *g)
+{
+    uint64_t best_nb[3] = { 0, 0, 0 };
+    unsigned best_k[3] = { 0, 0, 0 };
+    for (unsigned lines = 1; lines <= 2; lines++) {
+        if (lines_param != 0 && lines != lines_param)
+            continue;
+        for (unsigned k = 1; k <= MAX_K; k++) {
+            double nbd = ceil((double)cap / max_load(err, k, lines));
+            if (nbd < 1.0)
+                nbd = 1.0;
+            if (nbd * 64.0 * lines > (double)MAX_STAGE_BYTES)
+                continue;
+            uint64_t nb = (uint64_t)nbd;
+            if (best_nb[lines] == 0 || nb < best_nb[lines]) {
+                best_nb[lines] = nb;
+                best_k[lines] = k;
+            }
+        }
+    }
+    unsigned lines = 1;
+    if (best_nb[1] == 0 ||
+        (best_nb[2] != 0 && (double)best_nb[2] * 2.0 < (double)best_nb[1] * (1.0 - AUTO_TWO_LINE_GAIN)))
+        lines = 2;
+    if (best_nb[lines] == 0)
+        return -ENOMEM;
+    g->nblocks = best_nb[lines];
+    g->k = best_k[lines];
+    g->lines = lines;
+    return 0;
+}
+
+/* ---- stages ------------------------------------------------------------- */
+
+static void stage_free(struct stage *st)
+{
+    if (st == NULL)
+        return;
+    cr_free(st->raw);
+    cr_free(st);
+}
+
+static struct stage *stage_alloc(unsigned index, uint64_t nblocks, unsigned k, unsigned lines,
+                                 uint64_t capacity, double error)
+{
+    if (nblocks == 0 || nblocks > MAX_STAGE_BYTES / (64u * lines))
+        return NULL;
+    struct stage *st = cr_malloc(sizeof *st);
+    if (st == NULL)
+        return NULL;
+    uint64_t bytes = nblocks * 64u * lines;
+    /* stages of 2 MB and more start on a 2 MB boundary and ask for
+     * transparent huge pages: a random probe then rarely misses the TLB.
+     * The padding is never touched, so it costs address space only. */
+    uint64_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 128;
+    size_t total = (size_t)(bytes + NSLOT * sizeof(struct slot) + align);
+    st->raw = cr_calloc(1, total);
+    if (st->raw == NULL) {
+        cr_free(st);
+        return NULL;
+    }
+    uintptr_t base = ((uintptr_t)st->raw + align - 1) & ~(uintptr_t)(align - 1);
+    st->words = (_Atomic uint64_t *)base;
+    st->slots = (struct slot *)(base + bytes);
+    if (align == HUGE_PAGE)
+        (void)madvise((void *)base, (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
+    st->nblocks = nblocks;
+    st->capacity = capacity;
+    uint64_t q = 1;
+    while (q * 2 <= capacity / 2048 && q < 4096)
+        q *= 2;
+    st->qmask = q - 1;
+    st->error = error;
+    st->k = k;
+    st->lines = lines;
+    st->block_words = LINE_WORDS * lines;
+    st->shift = lines == 1 ? 64 - 9 : 64 - 10;
+    st->index = index;
+    return st;
+}
+
+static uint64_t stage_capacity(const bloom *bf, unsigned i)
+{
+    double c = ceil((double)bf->cap0 * pow(bf->params.growth, (double)i));
+    return c >= (double)MAX_CAPACITY ? MAX_CAPACITY : (uint64_t)c;
+}
+
+static double stage_error(const bloom *bf, unsigned i)
+{
+    return bf->p0 * pow(bf->params.tightening, (double)i);
+}
+
+/* A new, empty stage i sized from the parameters (geometry memoized). */
+static struct stage *stage_create(bloom *bf, unsigned i)
+{
+    uint64_t cap = stage_capacity(bf, i);
+    double err = stage_error(bf, i);
+    struct geom g;
+    pthread_mutex_lock(&bf->geom_lock);
+    if (bf->geom[i].ready == 0)
+        bf->geom[i].ready = size_stage(cap, err, bf->params.block_lines, &bf->geom[i]) == 0 ? 1 : -1;
+    g = bf->geom[i];
+    pthread_mutex_unlock(&bf->geom_lock);
+    if (g.ready != 1)
+        return NULL;
+    return stage_alloc(i, g.nblocks, g.k, g.lines, cap, err);
+}
+
+static inline uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* The block words of fp in st, and the value the bit positions come from. */
+static inline _Atomic uint64_t *stage_block(const struct stage *st, hash_fp fp, uint64_t *b)
+{
+    uint64_t a = fp.lo;
+    *b = fp.hi;
+    if (st->index != 0) {
+        a = mix64(fp.lo ^ (st->index * 0x9e3779b97f4a7c15u));
+        *b = mix64(fp.hi + st->index * 0xc2b2ae3d27d4eb4fu);
+    }
+    uint64_t blk = (uint64_t)(((unsigned __int128)a * st->nblocks) >> 64);
+    return st->words + blk * st->block_words;
+}
+
+static inline int stage_has(const struct stage *st, hash_fp fp)
+{
+    uint64_t b;
+    _Atomic uint64_t *w = stage_block(st, fp, &b);
+    uint64_t miss = 0;
+    for (unsigned t = 0; t < st->k; t++) { /* branch-free: same cost for MAYBE and NO */
+        unsigned pos = (unsigned)((b * salts[t]) >> st->shift);
+        miss |= ~atomic_load_explicit(&w[pos >> 6], memory_order_relaxed) & (UINT64_C(1) << (pos & 63));
+    }
+    return miss == 0;
+}
+
+/* Sets fp's bits in st; returns how many of them this call turned on (0:
+ * all were set already, i.e. the key was probably present). */
+static inline unsigned stage_set(struct stage *st, hash_fp fp)
+{
+    uint64_t b;
+    _Atomic uint64_t *w = stage_block(st, fp, &b);
+    unsigned pos[MAX_K];
+    uint64_t miss = 0;
+    for (unsigned t = 0; t < st->k; t++) {
+        pos[t] = (unsigned)((b * salts[t]) >> st->shift);
+        miss |= ~atomic_load_explicit(&w[pos[t] >> 6], memory_order_relaxed) & (UINT64_C(1) << (pos[t] & 63));
+    }
+    if (miss == 0) /* present: no write at all (the common case when crawling) */
+        return 0;
+    unsigned newbits = 0;
+    for (unsigned t = 0; t < st->k; t++) {
+        uint64_t bit = UINT64_C(1) << (pos[t] & 63);
+        uint64_t old = atomic_fetch_or_explicit(&w[pos[t] >> 6], bit, memory_order_relaxed);
+        newbits += (old & bit) == 0;
+    }
+    return newbits;
+}
+
+static uint64_t stage_count(const struct stage *st)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < NSLOT; i++)
+        n += atomic_load_explicit(&st->slots[i].count, memory_order_relaxed);
+    return n;
+}
+
+static uint64_t stage_set_bits(const struct stage *st)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < NSLOT; i++)
+        n += atomic_load_explicit(&st->slots[i].set_bits, memory_order_relaxed);
+    return n;
+}
+
+/* ---- threads' counter slots ---------------------------------------------- */
+
+static _Thread_local unsigned tl_slot; /* 1 + slot index; 0 until first use */
+static atomic_uint next_slot;
+
+static inline unsigned thread_slot(void)
+{
+    unsigned s = tl_slot;
+    if (s == 0) {
+        s = atomic_fetch_add_explicit(&next_slot, 1, memory_order_relaxed) % NSLOT + 1;
+        tl_slot = s;
+    }
+    return s - 1;
+}
+
+/* ---- construction ------------------------------------------------------- */
+
+void bloom_params_init(bloom_params *p)
+{
+    p->expected_items = 1000000;
+    p->fp_rate = 0.01;
+    p->shards = 16;
+    p->growth = 2.0;
+    p->tightening = 0.85;
+    p->max_stages = BLOOM_MAX_STAGES;
+    p->block_lines = 0;
+}
+
+int bloom_params_check(const bloom_params *p, char *err, size_t errlen)
+{
+    if (p->expected_items < 1 || p->expected_items > MAX_CAPACITY) {
+        seterr(err, errlen, "expected_items must be in [1, 2^50]");
+        return -EINVAL;
+    }
+    if (!(p->fp_rate >= 1e-9 && p->fp_rate <= 0.5)) {
+        seterr(err, errlen, "fp_rate must be in [1e-9, 0.5]");
+        return -EINVAL;
+    }
+    if (p->shards < 1 || p->shards > BLOOM_MAX_SHARDS || (p->shards & (p->shards - 1)) != 0) {
+        seterr(err, errlen, "shards must be a power of two in [1, %d]", BLOOM_MAX_SHARDS);
+        return -EINVAL;
+    }
+    if (!(p->growth >= 1.0 && p->growth <= 16.0)) {
+        seterr(err, errlen, "growth must be in [1, 16]");
+        return -EINVAL;
+    }
+    if (!(p->tightening >= 0.05 && p->tightening <= 0.95)) {
+        seterr(err, errlen, "tightening must be in [0.05, 0.95]");
+        return -EINVAL;
+    }
+    if (p->max_stages < 1 || p->max_stages > BLOOM_MAX_STAGES) {
+        seterr(err, errlen, "max_stages must be in [1, %d]", BLOOM_MAX_STAGES);
+        return -EINVAL;
+    }
+    if (p->block_lines > 2) {
+        seterr(err, errlen, "block_lines must be 0 (auto), 1 or 2");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void bloom_free(bloom *bf)
+{
+    if (bf == NULL)
+        return;
+    if (bf->shards != NULL) {
+        for (unsigned s = 0; s < bf->params.shards; s++) {
+            struct shard *sh = &bf->shards[s];
+            unsigned n = atomic_load(&sh->nstages);
+            for (unsigned i = 0; i < n; i++)
+                stage_free(sh->stages[i]);
+            pthread_mutex_destroy(&sh->lock);
+        }
+        cr_free(bf->shards);
+    }
+    pthread_mutex_destroy(&bf->geom_lock);
+    cr_free(bf);
+}
+
+/* The filter without any stage (every shard has nstages == 0). */
+static int bloom_alloc(const bloom_params *p, bloom **out)
+{
+    int rc = bloom_params_check(p, NULL, 0);
+    if (rc != 0)
+        return rc;
+    bloom *bf = cr_calloc(1, sizeof *bf);
+    if (bf == NULL)
+        return -ENOMEM;
+    bf->params = *p;
+    bf->shard_mask = p->shards - 1;
+    double share = (double)p->expected_items / p->shards;
+    double slack = p->shards > 1 ? 4.0 * sqrt(share * (1.0 - 1.0 / p->shards)) : 0.0;
+    bf->cap0 = (uint64_t)ceil(share + slack);
+    if (bf->cap0 < 1)
+        bf->cap0 = 1;
+    double r = p->tightening;
+    bf->p0 = p->max_stages == 1 ? p->fp_rate
+                                : p->fp_rate * (1.0 - r) / (1.0 - pow(r, (double)p->max_stages));
+    if (pthread_mutex_init(&bf->geom_lock, NULL) != 0) {
+        cr_free(bf);
+        return -ENOMEM;
+    }
+    bf->shards = cr_calloc(p->shards, sizeof *bf->shards);
+    if (bf->shards == NULL) {
+        pthread_mutex_destroy(&bf->geom_lock);
+        cr_free(bf);
+        return -ENOMEM;
+    }
+    unsigned s;
+    for (s = 0; s < p->shards; s++) {
+        if (pthread_mutex_init(&bf->shards[s].lock, NULL) != 0)
+            break;
+        atomic_init(&bf->shards[s].nstages, 0);
+        atomic_init(&bf->shards[s].grow_failures, 0);
+        atomic_init(&bf->shards[s].grow_pending, 0);
+    }
+    if (s < p->shards) {
+        while (s-- > 0)
+            pthread_mutex_destroy(&bf->shards[s].lock);
+        cr_free(bf->shards);
+        pthread_mutex_destroy(&bf->geom_lock);
+        cr_free(bf);
+        return -ENOMEM;
+    }
+    *out = bf;
+    return 0;
+}
+
+int bloom_new(const bloom_params *p, bloom **out)
+{
+    bloom *bf = NULL;
+    int rc = bloom_alloc(p, &bf);
+    if (rc != 0)
+        return rc;
+    for (unsigned s = 0; s < p->shards; s++) {
+        struct stage *st = stage_create(bf, 0);
+        if (st == NULL) {
+            bloom_free(bf);
+            return -ENOMEM;
+        }
+        bf->shards[s].stages[0] = st;
+        atomic_store_explicit(&bf->shards[s].nstages, 1, memory_order_release);
+    }
+    *out = bf;
+    return 0;
+}
+
+void bloom_get_params(const bloom *bf, bloom_params *out) { *out = bf->params; }
+
+/* ---- add and query ------------------------------------------------------ */
+
+/* Called when a slot count of shard stage `idx` (the newest) passed a
+ * multiple of qmask + 1, or on any add while an earlier append failed
+ * (retry = 1: then a busy lock means someone else is at it): appends stage
+ * idx + 1 if stage idx is full. */
+static void maybe_grow(bloom *bf, struct shard *sh, unsigned idx, int retry)
+{
+    struct stage *st = sh->stages[idx];
+    if (stage_count(st) < st->capacity || idx + 1 >= bf->params.max_stages)
+        return;
+    if (retry) {
+        if (pthread_mutex_trylock(&sh->lock) != 0)
+            return;
+    } else {
+        pthread_mutex_lock(&sh->lock);
+    }
+    if (atomic_load_explicit(&sh->nstages, memory_order_relaxed) == idx + 1) {
+        struct stage *nst = stage_create(bf, idx + 1);
+        if (nst == NULL) {
+            atomic_fetch_add_explicit(&sh->grow_failures, 1, memory_order_relaxed);
+            atomic_store_explicit(&sh->grow_pending, 1, memory_order_relaxed);
+        } else {
+            sh->stages[idx + 1] = nst;
+            atomic_store_explicit(&sh->nstages, idx + 2, memory_order_release);
+            atomic_store_explicit(&sh->grow_pending, 0, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&sh->lock);
+}
+
+int bloom_add_fp(bloom *bf, hash_fp fp)
+{
+    struct shard *sh = &bf->shards[fp.lo & bf->shard_mask];
+    unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+    for (unsigned i = n - 1; i-- > 0;) /* older stages first: if present, add nothing */
+        if (stage_has(sh->stages[i], fp))
+            return 1;
+    struct stage *st = sh->stages[n - 1];
+    unsigned newbits = stage_set(st, fp);
+    if (newbits == 0) {
+        /* an overfull stage answers MAYBE to nearly every key, so a failed
+         * append is retried here too, not only when new keys are counted */
+        if (atomic_load_explicit(&sh->grow_pending, memory_order_relaxed))
+            maybe_grow(bf, sh, n - 1, 1);
+        return 1;
+    }
+    struct slot *sl = &st->slots[thread_slot()];
+    uint64_t c = atomic_fetch_add_explicit(&sl->count, 1, memory_order_relaxed) + 1;
+    atomic_fetch_add_explicit(&sl->set_bits, newbits, memory_order_relaxed);
+    if ((c & st->qmask) == 0)
+        maybe_grow(bf, sh, n - 1, 0);
+    return 0;
+}
+
+int bloom_add(bloom *bf, const void *key, size_t len)
+{
+    return bloom_add_fp(bf, hash_fingerprint(key, len));
+}
+
+int bloom_query_fp(const bloom *bf, hash_fp fp)
+{
+    struct shard *sh = &bf->shards[fp.lo & bf->shard_mask];
+    unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+    for (unsigned i = n; i-- > 0;) /* newest first: it holds the most keys */
+        if (stage_has(sh->stages[i], fp))
+            return 1;
+    return 0;
+}
+
+int bloom_query(const bloom *bf, const void *key, size_t len)
+{
+    return bloom_query_fp(bf, hash_fingerprint(key, len));
+}
+
+/* Batches: the blocks of key j + AHEAD are prefetched while key j is
+ * handled, so up to AHEAD cache misses are in flight instead of one. */
+#define AHEAD 12
+
+static inline void prefetch_key(const bloom *bf, hash_fp fp, int write)
+{
+    struct shard *sh = &bf->shards[fp.lo & bf->shard_mask];
+    unsigned ns = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+    for (unsigned i = ns; i-- > 0;) {
+        uint64_t b;
+        const struct stage *st = sh->stages[i];
+        const char *w = (const char *)stage_block(st, fp, &b);
+        if (write) {
+            __builtin_prefetch(w, 1);
+            if (st->lines == 2)
+                __builtin_prefetch(w + 64, 1);
+        } else {
+            __builtin_prefetch(w, 0);
+            if (st->lines == 2)
+                __builtin_prefetch(w + 64, 0);
+        }
+    }
+}
+
+void bloom_add_many(bloom *bf, const hash_fp *fps, size_t n, uint8_t *present)
+{
+    for (size_t j = 0; j < n && j < AHEAD; j++)
+        prefetch_key(bf, fps[j], 1);
+    for (size_t j = 0; j < n; j++) {
+        if (j + AHEAD < n)
+            prefetch_key(bf, fps[j + AHEAD], 1);
+        int r = bloom_add_fp(bf, fps[j]);
+        if (present != NULL)
+            present[j] = (uint8_t)r;
+    }
+}
+
+void bloom_query_many(const bloom *bf, const hash_fp *fps, size_t n, uint8_t *present)
+{
+    for (size_t j = 0; j < n && j < AHEAD; j++)
+        prefetch_key(bf, fps[j], 0);
+    for (size_t j = 0; j < n; j++) {
+        if (j + AHEAD < n)
+            prefetch_key(bf, fps[j + AHEAD], 0);
+        present[j] = (uint8_t)bloom_query_fp(bf, fps[j]);
+    }
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+static void stage_info(const struct stage *st, bloom_stage_info *o)
+{
+    o->capacity = st->capacity;
+    o->count = stage_count(st);
+    o->bits = st->nblocks * LINE_BITS * st->lines;
+    o->set_bits = stage_set_bits(st);
+    o->k = st->k;
+    o->block_lines = st->lines;
+    o->fpr_target = st->error;
+    o->bits_per_item = (double)o->bits / (double)st->capacity;
+    o->fill = (double)o->set_bits / (double)o->bits;
+    o->fpr_fill = ipow(o->fill, st->k);
+    o->fpr_model = bloom_model_fpr(load_from_fill(o->fill, st->k, st->lines), st->k, st->lines);
+}
+
+unsigned bloom_stage_count(const bloom *bf, unsigned shard)
+{
+    if (shard >= bf->params.shards)
+        return 0;
+    return atomic_load_explicit(&bf->shards[shard].nstages, memory_order_acquire);
+}
+
+int bloom_stage_info_get(const bloom *bf, unsigned shard, unsigned stage, bloom_stage_info *out)
+{
+    if (stage >= bloom_stage_count(bf, shard))
+        return -ENOENT;
+    stage_info(bf->shards[shard].stages[stage], out);
+    return 0;
+}
+
+void bloom_stats_get(const bloom *bf, bloom_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->shards = bf->params.shards;
+    out->fpr_bound = bf->params.fp_rate;
+    out->stages_min = BLOOM_MAX_STAGES;
+    double fpr_sum = 0.0;
+    for (unsigned s = 0; s < bf->params.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+        double pass = 1.0; /* probability every stage answers NO */
+        for (unsigned i = 0; i < n; i++) {
+            bloom_stage_info si;
+            stage_info(sh->stages[i], &si);
+            out->capacity += si.capacity;
+            out->count += si.count;
+            out->bits += si.bits;
+            out->set_bits += si.set_bits;
+            pass *= 1.0 - si.fpr_model;
+            if (i == n - 1 && n == bf->params.max_stages && si.count > si.capacity)
+                out->saturated++;
+        }
+        fpr_sum += 1.0 - pass;
+        out->stages_total += n;
+        if (n < out->stages_min)
+            out->stages_min = n;
+        if (n > out->stages_max)
+            out->stages_max = n;
+        out->grow_failures += atomic_load_explicit(&sh->grow_failures, memory_order_relaxed);
+    }
+    out->memory_bytes = out->bits / 8;
+    out->bits_per_item = out->count ? (double)out->bits / (double)out->count : 0.0;
+    out->fill = out->bits ? (double)out->set_bits / (double)out->bits : 0.0;
+    out->fpr_model = fpr_sum / bf->params.shards;
+}
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+static const char snap_magic[8] = { 'C', 'R', 'W', 'L', 'B', 'L', 'M', '\n' };
+#define SNAP_VERSION 1
+#define SNAP_HEADER 96  /* bytes */
+#define SNAP_SHARD 8    /* u32 nstages, u32 zero */
+#define SNAP_STAGE 40   /* u64 capacity, count, nblocks; f64 error; u32 k, lines */
+#define SNAP_TRAILER 8  /* u64 checksum */
+#define IOBUF (1u << 20)
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t dbits(double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, sizeof v);
+    return v;
+}
+
+static double bitsd(uint64_t v)
+{
+    double d;
+    memcpy(&d, &v, sizeof d);
+    return d;
+}
+
+struct writer {
+    int fd;
+    hash_stream *hs;
+    uint8_t *buf;
+    size_t len;
+    int err; /* first errno */
+};
+
+static void wr_flush(struct writer *w)
+{
+    size_t off = 0;
+    while (w->err == 0 && off < w->len) {
+        ssize_t r = write(w->fd, w->buf + off, w->len - off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            w->err = r < 0 ? errno : EIO;
+        else
+            off += (size_t)r;
+    }
+    w->len = 0;
+}
+
+/* Space for n (<= IOBUF) bytes that are checksummed and written. */
+static uint8_t *wr_reserve(struct writer *w, size_t n)
+{
+    if (w->len + n > IOBUF) {
+        hash_stream_update(w->hs, w->buf, w->len);
+        wr_flush(w);
+    }
+    uint8_t *p = w->buf + w->len;
+    w->len += n;
+    return p;
+}
+
+static void wr_u64(struct writer *w, uint64_t v) { put64(wr_reserve(w, 8), v); }
+static void wr_u32(struct writer *w, uint32_t v) { put32(wr_reserve(w, 4), v); }
+
+static void encode_header(uint8_t *h, const bloom *bf, uint64_t total, uint64_t hwm)
+{
+    const bloom_params *p = &bf->params;
+    memset(h, 0, SNAP_HEADER);
+    memcpy(h, snap_magic, 8);
+    put32(h + 8, SNAP_VERSION);
+    put32(h + 12, SNAP_HEADER);
+    put64(h + 16, total);
+    put64(h + 24, hwm);
+    put64(h + 32, p->expected_items);
+    put64(h + 40, dbits(p->fp_rate));
+    put64(h + 48, dbits(p->growth));
+    put64(h + 56, dbits(p->tightening));
+    put32(h + 64, p->shards);
+    put32(h + 68, p->max_stages);
+    put32(h + 72, p->block_lines);
+    put32(h + 76, LINE_BITS);
+    put64(h + 80, bf->cap0);
+    put64(h + 88, dbits(bf->p0));
+}
+
+/* The directory part of path ("." if none) into dir. */
+static int dir_of(const char *path, char *dir, size_t dirlen)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash == NULL ? 0 : (size_t)(slash - path);
+    if (slash == path)
+        n = 1; /* "/file" */
+    if (n == 0) {
+        dir[0] = '.';
+        dir[1] = '\0';
+        return 0;
+    }
+    if (n >= dirlen)
+        return -ENAMETOOLONG;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    return 0;
+}
+
+static int write_snapshot(bloom *bf, int fd, uint64_t hwm, char *err, size_t errlen)
+{
+    struct writer w = { fd, NULL, NULL, 0, 0 };
+    int rc = 0;
+    w.hs = hash_stream_new();
+    w.buf = cr_malloc(IOBUF);
+    if (w.hs == NULL || w.buf == NULL) {
+        seterr(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto out;
+    }
+    uint64_t total = SNAP_HEADER + SNAP_TRAILER;
+    for (unsigned s = 0; s < bf->params.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+        total += SNAP_SHARD;
+        for (unsigned i = 0; i < n; i++)
+            total += SNAP_STAGE + sh->stages[i]->nblocks * 64u * sh->stages[i]->lines;
+    }
+    encode_header(wr_reserve(&w, SNAP_HEADER), bf, total, hwm);
+    for (unsigned s = 0; s < bf->params.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+        wr_u32(&w, n);
+        wr_u32(&w, 0);
+        for (unsigned i = 0; i < n; i++) {
+            struct stage *st = sh->stages[i];
+            wr_u64(&w, st->capacity);
+            wr_u64(&w, stage_count(st));
+            wr_u64(&w, st->nblocks);
+            wr_u64(&w, dbits(st->error));
+            wr_u32(&w, st->k);
+            wr_u32(&w, st->lines);
+            uint64_t nw = st->nblocks * st->block_words;
+            for (uint64_t j = 0; j < nw; j++)
+                wr_u64(&w, atomic_load_explicit(&st->words[j], memory_order_relaxed));
+        }
+    }
+    hash_stream_update(w.hs, w.buf, w.len);
+    wr_flush(&w);
+    put64(w.buf, hash_stream_digest(w.hs)); /* the trailer is not checksummed */
+    w.len = SNAP_TRAILER;
+    wr_flush(&w);
+    if (w.err == 0 && fsync(fd) != 0)
+        w.err = errno;
+    if (w.err != 0) {
+        seterr(err, errlen, "cannot write snapshot: %s", strerror(w.err));
+        rc = -w.err;
+    }
+out:
+    cr_free(w.buf);
+    hash_stream_free(w.hs);
+    return rc;
+}
+
+int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err, size_t errlen)
+{
+    char tmp[4096], dir[4096];
+    int rc = 0, fd = -1, locked = 0;
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+    if (n < 0 || (size_t)n >= sizeof tmp || dir_of(path, dir, sizeof dir) != 0) {
+        seterr(err, errlen, "snapshot path too long");
+        return -ENAMETOOLONG;
+    }
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        rc = -errno;
+        seterr(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        return rc;
+    }
+    for (; locked < (int)bf->params.shards; locked++) /* no stage is appended meanwhile */
+        pthread_mutex_lock(&bf->shards[locked].lock);
+    rc = write_snapshot(bf, fd, high_water_mark, err, errlen);
+    while (locked-- > 0)
+        pthread_mutex_unlock(&bf->shards[locked].lock);
+    if (close(fd) != 0 && rc == 0) {
+        rc = -errno;
+        seterr(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -errno;
+        seterr(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    }
+    if (rc != 0) {
+        unlink(tmp);
+        return rc;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0) {
+        rc = -errno;
+        seterr(err, errlen, "cannot sync folder %s: %s", dir, strerror(errno));
+    }
+    if (dfd >= 0)
+        close(dfd);
+    return rc;
+}
+
+struct reader {
+    int fd;
+    hash_stream *hs; /* NULL: do not checksum */
+    uint8_t *buf;
+    size_t len, pos;
+    uint64_t left; /* bytes of the file not yet read into buf */
+};
+
+/* Reads exactly n bytes; 0, -EBADMSG at end of file, -EIO on a read error. */
+static int rd_bytes(struct reader *r, void *dst, size_t n)
+{
+    uint8_t *d = dst;
+    while (n > 0) {
+        if (r->pos == r->len) {
+            size_t want = r->left < IOBUF ? (size_t)r->left : IOBUF;
+            if (want == 0)
+                return -EBADMSG;
+            ssize_t got = read(r->fd, r->buf, want);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got < 0)
+                return -EIO;
+            if (got == 0)
+                return -EBADMSG;
+            r->len = (size_t)got;
+            r->pos = 0;
+            r->left -= (uint64_t)got;
+            if (r->hs != NULL)
+                hash_stream_update(r->hs, r->buf, r->len);
+        }
+        size_t take = r->len - r->pos < n ? r->len - r->pos : n;
+        memcpy(d, r->buf + r->pos, take);
+        r->pos += take;
+        d += take;
+        n -= take;
+    }
+    return 0;
+}
+
+/* Pass 1: XXH3-64 of everything before the trailer equals the trailer. */
+static int verify_checksum(int fd, uint64_t size, uint8_t *buf, char *err, size_t errlen)
+{
+    hash_stream *hs = hash_stream_new();
+    if (hs == NULL) {
+        seterr(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    struct reader r = { fd, hs, buf, 0, 0, size - SNAP_TRAILER };
+    uint8_t chunk[4096];
+    uint64_t body = size - SNAP_TRAILER;
+    int rc = 0;
+    while (body > 0 && rc == 0) {
+        size_t n = body < sizeof chunk ? (size_t)body : sizeof chunk;
+        rc = rd_bytes(&r, chunk, n);
+        body -= n;
+    }
+    uint64_t want = hash_stream_digest(hs);
+    hash_stream_free(hs);
+    uint8_t t[SNAP_TRAILER];
+    r.hs = NULL;
+    r.left = SNAP_TRAILER;
+    if (rc == 0)
+        rc = rd_bytes(&r, t, sizeof t);
+    if (rc != 0) {
+        seterr(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
+        return rc;
+    }
+    if (get64(t) != want) {
+        seterr(err, errlen, "checksum mismatch: the file is corrupt");
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+/* Pass 2: every field, then the bits. */
+static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint64_t *hwm,
+                          char *err, size_t errlen)
+{
+    struct reader r = { fd, NULL, buf, 0, 0, size - SNAP_TRAILER };
+    uint64_t left = size - SNAP_TRAILER - SNAP_HEADER; /* bytes after the header */
+    uint8_t h[SNAP_HEADER];
+    bloom *bf = NULL;
+    int rc = rd_bytes(&r, h, sizeof h);
+    if (rc != 0)
+        goto io;
+    bloom_params p;
+    p.expected_items = get64(h + 32);
+    p.fp_rate = bitsd(get64(h + 40));
+    p.growth = bitsd(get64(h + 48));
+    p.tightening = bitsd(get64(h + 56));
+    p.shards = get32(h + 64);
+    p.max_stages = get32(h + 68);
+    p.block_lines = get32(h + 72);
+    char why[128];
+    if (bloom_params_check(&p, why, sizeof why) != 0 || get32(h + 76) != LINE_BITS) {
+        seterr(err, errlen, "bad parameters in snapshot: %s",
+               get32(h + 76) != LINE_BITS ? "line size" : why);
+        return -EBADMSG;
+    }
+    rc = bloom_alloc(&p, &bf);
+    if (rc != 0)
+        goto nomem;
+    bf->cap0 = get64(h + 80);
+    bf->p0 = bitsd(get64(h + 88));
+    if (bf->cap0 < 1 || bf->cap0 > MAX_CAPACITY || !(bf->p0 > 0.0 && bf->p0 <= p.fp_rate)) {
+        seterr(err, errlen, "bad first-stage sizing in snapshot");
+        rc = -EBADMSG;
+        goto out;
+    }
+    for (unsigned s = 0; s < p.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        uint8_t sb[SNAP_SHARD];
+        if (left < SNAP_SHARD)
+            goto short_;
+        rc = rd_bytes(&r, sb, sizeof sb);
+        if (rc != 0)
+            goto io;
+        left -= SNAP_SHARD;
+        unsigned n = get32(sb);
+        if (n < 1 || n > p.max_stages || get32(sb + 4) != 0) {
+            seterr(err, errlen, "shard %u: bad stage count %u", s, n);
+            rc = -EBADMSG;
+            goto out;
+        }
+        for (unsigned i = 0; i < n; i++) {
+            uint8_t g[SNAP_STAGE];
+            if (left < SNAP_STAGE)
+                goto short_;
+            rc = rd_bytes(&r, g, sizeof g);
+            if (rc != 0)
+                goto io;
+            left -= SNAP_STAGE;
+            uint64_t cap = get64(g), count = get64(g + 8), nb = get64(g + 16);
+            double e = bitsd(get64(g + 24));
+            unsigned k = get32(g + 32), lines = get32(g + 36);
+            if (cap < 1 || cap > MAX_CAPACITY || count > MAX_CAPACITY * 2 || !(e > 0.0 && e < 1.0) ||
+                k < 1 || k > MAX_K || lines < 1 || lines > 2 || nb < 1 ||
+                nb > left / (64u * lines)) {
+                seterr(err, errlen, "shard %u stage %u: bad geometry", s, i);
+                rc = -EBADMSG;
+                goto out;
+            }
+            struct stage *st = stage_alloc(i, nb, k, lines, cap, e);
+            if (st == NULL)
+                goto nomem;
+            sh->stages[i] = st;
+            atomic_store_explicit(&sh->nstages, i + 1, memory_order_relaxed);
+            uint64_t nw = nb * st->block_words, setb = 0;
+            for (uint64_t j = 0; j < nw; j++) {
+                uint8_t wb[8];
+                rc = rd_bytes(&r, wb, 8);
+                if (rc != 0)
+                    goto io;
+                uint64_t v = get64(wb);
+                setb += (uint64_t)__builtin_popcountll(v);
+                atomic_store_explicit(&st->words[j], v, memory_order_relaxed);
+            }
+            left -= nw * 8;
+            atomic_store_explicit(&st->slots[0].count, count, memory_order_relaxed);
+            atomic_store_explicit(&st->slots[0].set_bits, setb, memory_order_relaxed);
+        }
+    }
+    if (left != 0) {
+        seterr(err, errlen, "%llu unexplained bytes before the checksum", (unsigned long long)left);
+        rc = -EBADMSG;
+        goto out;
+    }
+    *hwm = get64(h + 24);
+    *out = bf;
+    return 0;
+short_:
+    seterr(err, errlen, "stage records run past the end of the file");
+    rc = -EBADMSG;
+    goto out;
+io:
+    seterr(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
+    goto out;
+nomem:
+    seterr(err, errlen, "out of memory");
+    rc = -ENOMEM;
+out:
+    bloom_free(bf);
+    return rc;
+}
+
+int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, char *err, size_t errlen)
+{
+    uint8_t *buf = NULL;
+    int rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+        seterr(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return rc;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        rc = -errno;
+        seterr(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        seterr(err, errlen, "%s is a directory, not a snapshot", path);
+        rc = -EISDIR;
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        seterr(err, errlen, "%s is not a regular file", path);
+        rc = -EINVAL;
+        goto out;
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    if (size == 0) {
+        seterr(err, errlen, "%s is empty", path);
+        rc = -EBADMSG;
+        goto out;
+    }
+    buf = cr_malloc(IOBUF);
+    if (buf == NULL) {
+        seterr(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto out;
+    }
+    uint8_t h[16];
+    size_t hn = size < sizeof h ? (size_t)size : sizeof h;
+    struct reader r = { fd, NULL, buf, 0, 0, hn };
+    rc = rd_bytes(&r, h, hn);
+    if (rc != 0) {
+        seterr(err, errlen, "cannot read %s", path);
+        goto out;
+    }
+    if (memcmp(h, snap_magic, hn < 8 ? hn : 8) != 0) {
+        seterr(err, errlen, "%s is not a crawld Bloom snapshot (bad magic)", path);
+        rc = -EINVAL;
+        goto out;
+    }
+    if (size < SNAP_HEADER + SNAP_TRAILER) {
+        seterr(err, errlen, "%s is truncated (%llu bytes, shorter than a header)", path,
+               (unsigned long long)size);
+        rc = -EBADMSG;
+        goto out;
+    }
+    if (get32(h + 8) != SNAP_VERSION || get32(h + 12) != SNAP_HEADER) {
+        seterr(err, errlen, "%s: unsupported snapshot version %u (this build reads %d)", path,
+               get32(h + 8), SNAP_VERSION);
+        rc = -ENOTSUP;
+        goto out;
+    }
+    uint8_t tb[8];
+    r.left = 8;
+    rc = rd_bytes(&r, tb, 8);
+    if (rc == 0 && get64(tb) != size) {
+        seterr(err, errlen, "%s is truncated or padded: %llu bytes, the header says %llu", path,
+               (unsigned long long)size, (unsigned long long)get64(tb));
+        rc = -EBADMSG;
+        goto out;
+    }
+    if (rc == 0 && lseek(fd, 0, SEEK_SET) != 0)
+        rc = -EIO;
+    if (rc != 0) {
+        seterr(err, errlen, "cannot read %s", path);
+        goto out;
+    }
+    char why[200];
+    rc = verify_checksum(fd, size, buf, why, sizeof why);
+    if (rc == 0 && lseek(fd, 0, SEEK_SET) != 0) {
+        snprintf(why, sizeof why, "cannot seek");
+        rc = -EIO;
+    }
+    if (rc == 0)
+        rc = parse_snapshot(fd, size, buf, out, high_water_mark, why, sizeof why);
+    if (rc != 0)
+        seterr(err, errlen, "%s: %s", path, why);
+out:
+    cr_free(buf);
+    close(fd);
+    return rc;
+}

@@ -1,0 +1,328 @@
+/* tests/test_dedup: `crawld dedup` end to end: exact with verify=always
+ * (equal to awk '!seen[$0]++'), bounded loss with verify=never, rejected
+ * lines reported, persistence, and restart after SIGKILL. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "common/buf.h"
+#include "storage/db.h"
+#include "tests/support/proc.h"
+
+static uint64_t rng = 12345;
+
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* n canonical URL lines, about dup_pct% of them repeats of earlier ones. */
+static char *make_urls(size_t n, unsigned dup_pct, size_t *len)
+{
+    cr_buf b;
+    cr_buf_init(&b, 0);
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t id = distinct;
+        if (distinct > 0 && rnd() % 100 < dup_pct)
+            id = (size_t)(rnd() % distinct);
+        else
+            distinct++;
+        cr_buf_printf(&b, "http://host%zu.example/section/%zu/page-%zu.html?a=%zu&b=x\n", id % 97,
+                      id % 13, id, id % 7);
+    }
+    *len = b.len;
+    return cr_buf_take(&b);
+}
+
+static int run_awk(const char *in, size_t len, cr_buf *out)
+{
+    const char *argv[] = { "/usr/bin/awk", "!seen[$0]++", NULL };
+    return proc_run(argv, in, len, out, NULL);
+}
+
+static int run_dedup(const char *const args[], const char *in, size_t len, cr_buf *out,
+                     cr_buf *err)
+{
+    const char *argv[32];
+    size_t n = 0;
+    argv[n++] = proc_crawld_path();
+    argv[n++] = "dedup";
+    for (size_t i = 0; args[i]; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    return proc_run(argv, in, len, out, err);
+}
+
+static void verify_always_equals_awk(void **state)
+{
+    (void)state;
+    size_t len;
+    char *in = make_urls(1000000, 60, &len);
+    cr_buf want, got, err;
+    cr_buf_init(&want, 0);
+    cr_buf_init(&got, 0);
+    cr_buf_init(&err, 0);
+    assert_int_equal(run_awk(in, len, &want), 0);
+    int rc = run_dedup((const char *const[]){ "--verify", "always", NULL }, in, len, &got, &err);
+    if (rc != 0)
+        fail_msg("crawld dedup exited %d: %s", rc, err.data);
+    assert_true(want.len > 0);
+    assert_int_equal(got.len, want.len);
+    assert_memory_equal(got.data, want.data, want.len);
+    assert_non_null(strstr(err.data, "1000000 lines"));
+    cr_buf_release(&want);
+    cr_buf_release(&got);
+    cr_buf_release(&err);
+    free(in);
+}
+
+/* Is every line of sub in sup, in the same order? Returns lines missed. */
+static long missing_from_subsequence(const char *sub, const char *sup)
+{
+    long missed = 0;
+    const char *s = sub;
+    const char *p = sup;
+    while (*p) {
+        const char *pe = strchr(p, '\n');
+        const char *se = *s ? strchr(s, '\n') : NULL;
+        if (se && se - s == pe - p && memcmp(s, p, (size_t)(pe - p)) == 0)
+            s = se + 1;
+        else
+            missed++;
+        p = pe + 1;
+    }
+    return *s ? -1 : missed;
+}
+
+static void verify_never_misses_at_most_the_bound(void **state)
+{
+    (void)state;
+    size_t len;
+    char *in = make_urls(1000000, 60, &len);
+    cr_buf want, got;
+    cr_buf_init(&want, 0);
+    cr_buf_init(&got, 0);
+    assert_int_equal(run_awk(in, len, &want), 0);
+    /* a first stage sized far below the input: the chain must grow and hold */
+    int rc = run_dedup((const char *const[]){ "--verify", "never", "--set",
+                                              "dedup.expected_urls=20000", NULL },
+                       in, len, &got, NULL);
+    assert_int_equal(rc, 0);
+    long missed = missing_from_subsequence(got.data, want.data);
+    assert_true(missed >= 0); /* a subset, in order */
+    long fresh = 0;
+    for (const char *p = want.data; *p; p++)
+        fresh += *p == '\n';
+    assert_true((double)missed <= 1.5 * 0.01 * (double)fresh);
+    cr_buf_release(&want);
+    cr_buf_release(&got);
+    free(in);
+}
+
+static void rejected_lines_are_reported(void **state)
+{
+    (void)state;
+    const char *in = "http://a.example/\nnot a url\nmailto:x@y\n\nHTTP://A.EXAMPLE:80/#f\n"
+                     "http://b.example/?utm_source=x\n";
+    cr_buf out, err;
+    cr_buf_init(&out, 0);
+    cr_buf_init(&err, 0);
+    int rc = run_dedup((const char *const[]){ NULL }, in, strlen(in), &out, &err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out.data, "http://a.example/\nhttp://b.example/\n");
+    assert_non_null(strstr(err.data, "line 2: "));
+    assert_non_null(strstr(err.data, "line 3: "));
+    assert_non_null(strstr(err.data, "line 4: "));
+    assert_non_null(strstr(err.data, "3 lines rejected"));
+    cr_buf_release(&out);
+    cr_buf_release(&err);
+}
+
+static char *temp_dir(void)
+{
+    char *d = strdup("/tmp/crawld-test-dedup-XXXXXX");
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static void rm_rf(const char *dir)
+{
+    const char *argv[] = { "/bin/rm", "-rf", dir, NULL };
+    proc_run(argv, NULL, 0, NULL, NULL);
+}
+
+static void state_persists_across_runs(void **state)
+{
+    (void)state;
+    char *dir = temp_dir();
+    char js[512];
+    snprintf(js, sizeof js, "%s/stats.json", dir);
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    const char *in1 = "http://a.example/1\nhttp://a.example/2\nhttp://a.example/1\n";
+    assert_int_equal(run_dedup((const char *const[]){ "--state", dir, NULL }, in1, strlen(in1),
+                               &out, NULL),
+                     0);
+    assert_string_equal(out.data, "http://a.example/1\nhttp://a.example/2\n");
+    cr_buf_clear(&out);
+    const char *in2 = "http://a.example/2\nhttp://a.example/3\nhttp://a.example/1\n";
+    assert_int_equal(run_dedup((const char *const[]){ "--state", dir, "--verify", "always",
+                                                      "--stats-json", js, NULL },
+                               in2, strlen(in2), &out, NULL),
+                     0);
+    assert_string_equal(out.data, "http://a.example/3\n");
+    json_error_t jerr;
+    json_t *j = json_load_file(js, 0, &jerr);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "urls")), 3);
+    json_t *dup = json_object_get(j, "duplicate");
+    json_t *fresh = json_object_get(j, "new");
+    long dups = (long)(json_integer_value(json_object_get(dup, "bloom_maybe_trusted")) +
+                       json_integer_value(json_object_get(dup, "recent_cache")) +
+                       json_integer_value(json_object_get(dup, "sqlite")));
+    long news = (long)(json_integer_value(json_object_get(fresh, "bloom_no")) +
+                       json_integer_value(json_object_get(fresh, "false_positive_caught")));
+    assert_int_equal(dups, 2);
+    assert_int_equal(news, 1);
+    json_decref(j);
+    cr_buf_release(&out);
+    rm_rf(dir);
+    free(dir);
+}
+
+typedef struct urlset {
+    char **v;
+    size_t n, cap;
+} urlset;
+
+static int collect(void *ud, int64_t id, const char *url, size_t len)
+{
+    (void)id;
+    urlset *s = ud;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 1024;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = strndup(url, len);
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void sigkill_then_restart_never_reports_a_stored_url_new(void **state)
+{
+    (void)state;
+    char *dir = temp_dir();
+    size_t len;
+    char *in = make_urls(400000, 50, &len);
+    const char *inpath = proc_temp_file(0, in, len);
+    char outpath[512];
+    snprintf(outpath, sizeof outpath, "%s/out1", dir);
+    /* run 1: killed once it has written some output */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fi = open(inpath, O_RDONLY);
+        int fo = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open("/dev/null", O_WRONLY);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execl(proc_crawld_path(), "crawld", "dedup", "--state", dir, "--set",
+              "dedup.snapshot_interval_s=1", (char *)NULL);
+        _exit(127);
+    }
+    struct stat st;
+    for (int i = 0; i < 2000; i++) {
+        struct timespec ts = { 0, 5000000 };
+        nanosleep(&ts, NULL);
+        if (stat(outpath, &st) == 0 && st.st_size > 2000000)
+            break;
+    }
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFSIGNALED(status));
+
+    /* what SQLite holds now */
+    char err[256];
+    db_reader *rd = db_reader_open_dir(dir, err, sizeof err);
+    if (rd == NULL)
+        fail_msg("%s", err);
+    urlset stored = { 0 };
+    assert_true(db_reader_scan_after(rd, 0, collect, &stored) >= 0);
+    db_reader_free(rd);
+    assert_true(stored.n > 1000);
+    qsort(stored.v, stored.n, sizeof *stored.v, cmp_str);
+
+    /* run 2, same input: nothing stored is new again, and with run 1's
+     * output nothing is lost */
+    cr_buf out2, want;
+    cr_buf_init(&out2, 0);
+    cr_buf_init(&want, 0);
+    assert_int_equal(run_dedup((const char *const[]){ "--state", dir, "--verify", "always", NULL },
+                               in, len, &out2, NULL),
+                     0);
+    for (char *p = out2.data; p && *p;) {
+        char *e = strchr(p, '\n');
+        *e = '\0';
+        char *key = p;
+        if (bsearch(&key, stored.v, stored.n, sizeof *stored.v, cmp_str))
+            fail_msg("%s is in SQLite but was reported new after the restart", p);
+        p = e + 1;
+    }
+    assert_int_equal(run_awk(in, len, &want), 0);
+    size_t distinct = 0;
+    for (const char *p = want.data; *p; p++)
+        distinct += *p == '\n';
+    int64_t total = 0;
+    rd = db_reader_open_dir(dir, err, sizeof err);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_max_id(rd, &total), 0);
+    int64_t counts[DB_STATE_COUNT];
+    assert_int_equal(db_reader_count_by_state(rd, counts), 0);
+    db_reader_free(rd);
+    assert_int_equal(counts[DB_STATE_SEEN_ONLY], (int64_t)distinct);
+
+    for (size_t i = 0; i < stored.n; i++)
+        free(stored.v[i]);
+    free(stored.v);
+    cr_buf_release(&out2);
+    cr_buf_release(&want);
+    unlink(inpath);
+    free(in);
+    rm_rf(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(verify_always_equals_awk),
+        cmocka_unit_test(verify_never_misses_at_most_the_bound),
+        cmocka_unit_test(rejected_lines_are_reported),
+        cmocka_unit_test(state_persists_across_runs),
+        cmocka_unit_test(sigkill_then_restart_never_reports_a_stored_url_new),
+    };
+    return cmocka_run_group_tests_name("dedup", tests, NULL, NULL);
+}
