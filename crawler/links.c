@@ -1,0 +1,1776 @@
+/* crawler/links: link extraction on libxml2's HTML push parser (SAX).
+ *
+ * Pipeline for one page, all in the caller's thread:
+ *
+ *   links_feed -> [cap max_bytes] -> [sniff: hold the first 1024 bytes]
+ *     -> decide the charset once: BOM, header, <meta> prescan, else UTF-8
+ *     -> to UTF-8: as is / ISO-8859-1 by hand / iconv (invalid -> U+FFFD)
+ *     -> push_utf8(): tag guard, NUL -> U+FFFD
+ *     -> blk_put(): 16 KiB blocks -> htmlParseChunk()
+ *     -> on_start() (SAX startElement) -> emit() -> caller's callback
+ *
+ * libxml2 2.9 notes that shaped this (each checked by a test):
+ * - The push parser does not sniff a BOM, and with no declared charset it
+ *   reads the first non-ASCII byte as ISO-8859-1 for the whole page; a
+ *   <meta charset> after that byte is ignored, an encoding switch in the
+ *   middle of a page garbles a character, and a byte its iconv converter
+ *   rejects ends the page. So we decide the charset ourselves before the
+ *   first byte reaches libxml2 (the HTML spec's sniffing, with the prescan
+ *   of the first 1024 bytes), convert to UTF-8 ourselves, and libxml2 reads
+ *   UTF-8 through its pass-through handler with HTML_PARSE_IGNORE_ENC.
+ *   Undeclared pages are read as UTF-8; there libxml2 takes a byte that is
+ *   not valid UTF-8 as ISO-8859-1 and goes on, so output is always UTF-8.
+ * - The push parser's result depends on where the input is cut (e.g.
+ *   "<!-->" ends a comment or not), so libxml2 always gets the UTF-8
+ *   stream in blocks of BLOCK bytes at fixed offsets, whatever the chunks
+ *   the caller feeds: the links never depend on the network's chunking.
+ * - HTML_PARSE_NOIMPLIED is NOT used: without the implied <html>/<body> the
+ *   push parser stops at the end of the first top-level element.
+ *   HTML_PARSE_NOBLANKS / COMPACT only matter when building a tree.
+ * - A NUL byte ends an attribute value inside libxml2 (the rest is lost), so
+ *   NUL becomes U+FFFD before parsing, as in a browser, and is counted.
+ * - Two costs grow faster than the input: htmlParseStartTag compares each
+ *   attribute name with all earlier ones of the tag (n^2 per tag), and an
+ *   unmatched end tag scans the whole element stack (depth per end tag).
+ *   max_depth is checked on every start tag. For attributes, a small guard
+ *   automaton runs over every byte before libxml2 sees it: it follows
+ *   htmlParseStartTag's attribute syntax from every '<' + name start (in
+ *   any context, so it cannot be fooled by comments, scripts or quotes:
+ *   all those readings run at once, merged per state, keeping the largest
+ *   count), and stops the page before a tag with more than max_attrs
+ *   attributes is handed over.
+ * - libxml2's error reports go to a no-op per parser (structured handler on
+ *   the context), and around every libxml2 call the thread's generic and
+ *   structured handlers are swapped for no-ops, then restored.
+ *
+ * Memory: the parser allocates its buffers once in links_new; the libxml2
+ * context (and an iconv descriptor) is created per page, when the charset is
+ * known, and freed at the next reset. libxml2's own buffers hold at most
+ * what it has not parsed yet, bounded by max_bytes. */
+#include "links.h"
+
+#include <errno.h>
+#include <iconv.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include <libxml/HTMLparser.h>
+#include <libxml/encoding.h>
+#include <libxml/globals.h>
+#include <libxml/parserInternals.h>
+#include <libxml/xmlerror.h>
+
+#include "common/alloc.h"
+
+#define DEF_MAX_LINKS 10000
+#define DEF_MAX_URL 8192
+#define MAX_MAX_URL (1u << 20)
+#define DEF_MAX_BYTES (16u << 20)
+#define DEF_MAX_DEPTH 256
+#define DEF_MAX_ATTRS 256
+#define SNIFF_MAX 1024  /* the HTML spec's prescan window */
+#define LABEL_MAX 48
+#define PRE_NAME 32     /* prescan: attribute name and value kept (truncated) */
+#define PRE_VALUE 256
+#define KIND_MAX 40     /* "link:" + a rel token of at most 32 bytes */
+#define REL_TOKEN_MAX 32
+#define BLOCK 16384     /* libxml2 always gets blocks of this size */
+/* libxml2 reads at most 100 bytes as one name (HTML_PARSER_BUFFER_SIZE);
+ * the guard assumes a longer run may start a new name every 64 bytes. */
+#define GUARD_NAME_SPLIT 64
+
+/* ---- charsets ------------------------------------------------------------ */
+
+/* What reaches libxml2 is always UTF-8: UTF-8 pages as they are (libxml2
+ * reads a byte that is not valid UTF-8 as ISO-8859-1), ISO-8859-1 converted
+ * here, everything else converted with iconv (an invalid sequence becomes
+ * U+FFFD and parsing goes on; libxml2's own converters stop the page). */
+enum enc_mode { M_UTF8, M_LATIN1, M_ICONV };
+
+enum enc_id {
+    E_UTF8, E_LATIN1, E_U16LE, E_U16BE, E_IBM866, E_8859_2, E_8859_3,
+    E_8859_4, E_8859_5, E_8859_6, E_8859_7, E_8859_8, E_8859_10, E_8859_13,
+    E_8859_14, E_8859_15, E_8859_16, E_KOI8R, E_KOI8U, E_MAC, E_CP874,
+    E_CP1250, E_CP1251, E_CP1253, E_CP1254, E_CP1255, E_CP1256, E_CP1257,
+    E_CP1258, E_MACCYR, E_GB18030, E_BIG5, E_EUCJP, E_ISO2022JP, E_SJIS,
+    E_EUCKR, E_COUNT
+};
+
+/* iconv names. windows-1252 and its aliases are read as ISO-8859-1, which
+ * accepts every byte (0x80-0x9F become C1 controls instead of the few
+ * windows-1252 punctuation marks). Where the WHATWG decoder is a superset,
+ * so is the iconv name: gbk -> GB18030, Shift_JIS -> CP932, EUC-KR ->
+ * CP949, Big5 -> BIG5-HKSCS. */
+static const struct enc {
+    const char *name;
+    enum enc_mode mode;
+} encs[E_COUNT] = {
+    [E_UTF8] = {"UTF-8", M_UTF8},          [E_LATIN1] = {"ISO-8859-1", M_LATIN1},
+    [E_U16LE] = {"UTF-16LE", M_ICONV},     [E_U16BE] = {"UTF-16BE", M_ICONV},
+    [E_IBM866] = {"IBM866", M_ICONV},      [E_8859_2] = {"ISO-8859-2", M_ICONV},
+    [E_8859_3] = {"ISO-8859-3", M_ICONV},  [E_8859_4] = {"ISO-8859-4", M_ICONV},
+    [E_8859_5] = {"ISO-8859-5", M_ICONV},  [E_8859_6] = {"ISO-8859-6", M_ICONV},
+    [E_8859_7] = {"ISO-8859-7", M_ICONV},  [E_8859_8] = {"ISO-8859-8", M_ICONV},
+    [E_8859_10] = {"ISO-8859-10", M_ICONV}, [E_8859_13] = {"ISO-8859-13", M_ICONV},
+    [E_8859_14] = {"ISO-8859-14", M_ICONV}, [E_8859_15] = {"ISO-8859-15", M_ICONV},
+    [E_8859_16] = {"ISO-8859-16", M_ICONV}, [E_KOI8R] = {"KOI8-R", M_ICONV},
+    [E_KOI8U] = {"KOI8-U", M_ICONV},       [E_MAC] = {"MACINTOSH", M_ICONV},
+    [E_CP874] = {"CP874", M_ICONV},        [E_CP1250] = {"CP1250", M_ICONV},
+    [E_CP1251] = {"CP1251", M_ICONV},      [E_CP1253] = {"CP1253", M_ICONV},
+    [E_CP1254] = {"CP1254", M_ICONV},      [E_CP1255] = {"CP1255", M_ICONV},
+    [E_CP1256] = {"CP1256", M_ICONV},      [E_CP1257] = {"CP1257", M_ICONV},
+    [E_CP1258] = {"CP1258", M_ICONV},      [E_MACCYR] = {"MAC-CYRILLIC", M_ICONV},
+    [E_GB18030] = {"GB18030", M_ICONV},    [E_BIG5] = {"BIG5-HKSCS", M_ICONV},
+    [E_EUCJP] = {"EUC-JP", M_ICONV},       [E_ISO2022JP] = {"ISO-2022-JP", M_ICONV},
+    [E_SJIS] = {"CP932", M_ICONV},         [E_EUCKR] = {"CP949", M_ICONV},
+};
+
+/* WHATWG Encoding labels (lowercase). Not here, so read as the default: the
+ * "replacement" encodings (ISO-2022-KR/CN, HZ), UTF-7 and other labels no
+ * browser knows. x-user-defined is approximated by ISO-8859-1. */
+static const struct label {
+    const char *label;
+    unsigned char enc;
+} labels[] = {
+    {"unicode-1-1-utf-8", E_UTF8}, {"unicode11utf8", E_UTF8}, {"unicode20utf8", E_UTF8},
+    {"utf-8", E_UTF8}, {"utf8", E_UTF8}, {"x-unicode20utf8", E_UTF8},
+    {"866", E_IBM866}, {"cp866", E_IBM866}, {"csibm866", E_IBM866}, {"ibm866", E_IBM866},
+    {"csisolatin2", E_8859_2}, {"iso-8859-2", E_8859_2}, {"iso-ir-101", E_8859_2},
+    {"iso8859-2", E_8859_2}, {"iso88592", E_8859_2}, {"iso_8859-2", E_8859_2},
+    {"iso_8859-2:1987", E_8859_2}, {"l2", E_8859_2}, {"latin2", E_8859_2},
+    {"csisolatin3", E_8859_3}, {"iso-8859-3", E_8859_3}, {"iso-ir-109", E_8859_3},
+    {"iso8859-3", E_8859_3}, {"iso88593", E_8859_3}, {"iso_8859-3", E_8859_3},
+    {"iso_8859-3:1988", E_8859_3}, {"l3", E_8859_3}, {"latin3", E_8859_3},
+    {"csisolatin4", E_8859_4}, {"iso-8859-4", E_8859_4}, {"iso-ir-110", E_8859_4},
+    {"iso8859-4", E_8859_4}, {"iso88594", E_8859_4}, {"iso_8859-4", E_8859_4},
+    {"iso_8859-4:1988", E_8859_4}, {"l4", E_8859_4}, {"latin4", E_8859_4},
+    {"csisolatincyrillic", E_8859_5}, {"cyrillic", E_8859_5}, {"iso-8859-5", E_8859_5},
+    {"iso-ir-144", E_8859_5}, {"iso8859-5", E_8859_5}, {"iso88595", E_8859_5},
+    {"iso_8859-5", E_8859_5}, {"iso_8859-5:1988", E_8859_5},
+    {"arabic", E_8859_6}, {"asmo-708", E_8859_6}, {"csiso88596e", E_8859_6},
+    {"csiso88596i", E_8859_6}, {"csisolatinarabic", E_8859_6}, {"ecma-114", E_8859_6},
+    {"iso-8859-6", E_8859_6}, {"iso-8859-6-e", E_8859_6}, {"iso-8859-6-i", E_8859_6},
+    {"iso-ir-127", E_8859_6}, {"iso8859-6", E_8859_6}, {"iso88596", E_8859_6},
+    {"iso_8859-6", E_8859_6}, {"iso_8859-6:1987", E_8859_6},
+    {"csisolatingreek", E_8859_7}, {"ecma-118", E_8859_7}, {"elot_928", E_8859_7},
+    {"greek", E_8859_7}, {"greek8", E_8859_7}, {"iso-8859-7", E_8859_7},
+    {"iso-ir-126", E_8859_7}, {"iso8859-7", E_8859_7}, {"iso88597", E_8859_7},
+    {"iso_8859-7", E_8859_7}, {"iso_8859-7:1987", E_8859_7}, {"sun_eu_greek", E_8859_7},
+    {"csiso88598e", E_8859_8}, {"csisolatinhebrew", E_8859_8}, {"hebrew", E_8859_8},
+    {"iso-8859-8", E_8859_8}, {"iso-8859-8-e", E_8859_8}, {"iso-ir-138", E_8859_8},
+    {"iso8859-8", E_8859_8}, {"iso88598", E_8859_8}, {"iso_8859-8", E_8859_8},
+    {"iso_8859-8:1988", E_8859_8}, {"visual", E_8859_8}, {"csiso88598i", E_8859_8},
+    {"iso-8859-8-i", E_8859_8}, {"logical", E_8859_8},
+    {"csisolatin6", E_8859_10}, {"iso-8859-10", E_8859_10}, {"iso-ir-157", E_8859_10},
+    {"iso8859-10", E_8859_10}, {"iso885910", E_8859_10}, {"l6", E_8859_10},
+    {"latin6", E_8859_10},
+    {"iso-8859-13", E_8859_13}, {"iso8859-13", E_8859_13}, {"iso885913", E_8859_13},
+    {"iso-8859-14", E_8859_14}, {"iso8859-14", E_8859_14}, {"iso885914", E_8859_14},
+    {"csisolatin9", E_8859_15}, {"iso-8859-15", E_8859_15}, {"iso8859-15", E_8859_15},
+    {"iso885915", E_8859_15}, {"iso_8859-15", E_8859_15}, {"l9", E_8859_15},
+    {"iso-8859-16", E_8859_16},
+    {"cskoi8r", E_KOI8R}, {"koi", E_KOI8R}, {"koi8", E_KOI8R}, {"koi8-r", E_KOI8R},
+    {"koi8_r", E_KOI8R}, {"koi8-ru", E_KOI8U}, {"koi8-u", E_KOI8U},
+    {"csmacintosh", E_MAC}, {"mac", E_MAC}, {"macintosh", E_MAC}, {"x-mac-roman", E_MAC},
+    {"dos-874", E_CP874}, {"iso-8859-11", E_CP874}, {"iso8859-11", E_CP874},
+    {"iso885911", E_CP874}, {"tis-620", E_CP874}, {"windows-874", E_CP874},
+    {"cp1250", E_CP1250}, {"windows-1250", E_CP1250}, {"x-cp1250", E_CP1250},
+    {"cp1251", E_CP1251}, {"windows-1251", E_CP1251}, {"x-cp1251", E_CP1251},
+    {"ansi_x3.4-1968", E_LATIN1}, {"ascii", E_LATIN1}, {"cp1252", E_LATIN1},
+    {"cp819", E_LATIN1}, {"csisolatin1", E_LATIN1}, {"ibm819", E_LATIN1},
+    {"iso-8859-1", E_LATIN1}, {"iso-ir-100", E_LATIN1}, {"iso8859-1", E_LATIN1},
+    {"iso88591", E_LATIN1}, {"iso_8859-1", E_LATIN1}, {"iso_8859-1:1987", E_LATIN1},
+    {"l1", E_LATIN1}, {"latin1", E_LATIN1}, {"us-ascii", E_LATIN1},
+    {"windows-1252", E_LATIN1}, {"x-cp1252", E_LATIN1}, {"x-user-defined", E_LATIN1},
+    {"cp1253", E_CP1253}, {"windows-1253", E_CP1253}, {"x-cp1253", E_CP1253},
+    {"cp1254", E_CP1254}, {"csisolatin5", E_CP1254}, {"iso-8859-9", E_CP1254},
+    {"iso-ir-148", E_CP1254}, {"iso8859-9", E_CP1254}, {"iso88599", E_CP1254},
+    {"iso_8859-9", E_CP1254}, {"iso_8859-9:1989", E_CP1254}, {"l5", E_CP1254},
+    {"latin5", E_CP1254}, {"windows-1254", E_CP1254}, {"x-cp1254", E_CP1254},
+    {"cp1255", E_CP1255}, {"windows-1255", E_CP1255}, {"x-cp1255", E_CP1255},
+    {"cp1256", E_CP1256}, {"windows-1256", E_CP1256}, {"x-cp1256", E_CP1256},
+    {"cp1257", E_CP1257}, {"windows-1257", E_CP1257}, {"x-cp1257", E_CP1257},
+    {"cp1258", E_CP1258}, {"windows-1258", E_CP1258}, {"x-cp1258", E_CP1258},
+    {"x-mac-cyrillic", E_MACCYR}, {"x-mac-ukrainian", E_MACCYR},
+    {"chinese", E_GB18030}, {"csgb2312", E_GB18030}, {"csiso58gb231280", E_GB18030},
+    {"gb2312", E_GB18030}, {"gb_2312", E_GB18030}, {"gb_2312-80", E_GB18030},
+    {"gbk", E_GB18030}, {"iso-ir-58", E_GB18030}, {"x-gbk", E_GB18030},
+    {"gb18030", E_GB18030},
+    {"big5", E_BIG5}, {"big5-hkscs", E_BIG5}, {"cn-big5", E_BIG5}, {"csbig5", E_BIG5},
+    {"x-x-big5", E_BIG5},
+    {"cseucpkdfmtjapanese", E_EUCJP}, {"euc-jp", E_EUCJP}, {"x-euc-jp", E_EUCJP},
+    {"csiso2022jp", E_ISO2022JP}, {"iso-2022-jp", E_ISO2022JP},
+    {"csshiftjis", E_SJIS}, {"ms932", E_SJIS}, {"ms_kanji", E_SJIS},
+    {"shift-jis", E_SJIS}, {"shift_jis", E_SJIS}, {"sjis", E_SJIS},
+    {"windows-31j", E_SJIS}, {"x-sjis", E_SJIS},
+    {"cseuckr", E_EUCKR}, {"csksc56011987", E_EUCKR}, {"euc-kr", E_EUCKR},
+    {"iso-ir-149", E_EUCKR}, {"korean", E_EUCKR}, {"ks_c_5601-1987", E_EUCKR},
+    {"ks_c_5601-1989", E_EUCKR}, {"ksc5601", E_EUCKR}, {"ksc_5601", E_EUCKR},
+    {"windows-949", E_EUCKR},
+    {"unicodefffe", E_U16BE}, {"utf-16be", E_U16BE},
+    {"csunicode", E_U16LE}, {"iso-10646-ucs-2", E_U16LE}, {"ucs-2", E_U16LE},
+    {"unicode", E_U16LE}, {"unicodefeff", E_U16LE}, {"utf-16", E_U16LE},
+    {"utf-16le", E_U16LE},
+};
+
+/* ---- the parser ------------------------------------------------------------ */
+
+/* Guard automaton states: htmlParseStartTag's attribute syntax. */
+enum gstate { G_TNAME, G_BEFORE, G_ANAME, G_AFTERNAME, G_BEFOREVAL, G_DQ, G_SQ,
+              G_UVAL, G_BOGUS, G_N };
+
+struct links_parser {
+    /* options, fixed */
+    size_t max_links, max_url, max_bytes, max_depth, max_attrs;
+    char *agent;                /* NULL or our product token */
+    links_cb cb;
+    void *ud;
+    char *url;                  /* scratch: 2 * max_url + 1 */
+    char *base;                 /* 2 * max_url + 1 */
+
+    /* the page */
+    htmlParserCtxtPtr ctxt;     /* NULL until the charset is decided */
+    bool finished;
+    bool stopped;               /* libxml2 gets no more input */
+    enum enc_mode mode;
+    char header_label[LABEL_MAX]; /* charset of the Content-Type, or "" */
+    size_t fed;                 /* bytes accepted under max_bytes */
+    unsigned char sniff[SNIFF_MAX];
+    size_t sniff_len;
+    iconv_t cd;                 /* M_ICONV: to UTF-8; else (iconv_t)-1 */
+    unsigned char carry[8];     /* M_ICONV: an incomplete sequence */
+    size_t carry_len;
+    size_t unit;                /* M_ICONV: bytes skipped on an error */
+    bool base_seen;
+    size_t base_len;
+    bool base_ok;
+    unsigned robots;
+    links_stats st;
+    int inert_depth;            /* >0: links under nameTab[inert_depth-1] are text */
+    const xmlChar *inert_name;
+    bool inert;                 /* for the element being handled */
+
+    /* tag guard */
+    uint32_t g_cnt[G_N];
+    unsigned g_mask;            /* active states */
+    bool g_lt;                  /* the previous char was '<' */
+    size_t g_run;               /* length of the current name-char run */
+
+    char kind[KIND_MAX];
+    size_t blk_len;
+    unsigned char blk[BLOCK];
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static bool is_ws(unsigned char c) /* ASCII whitespace, HTML spec */
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
+}
+
+static bool is_alpha(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static unsigned char lower(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + 32) : c;
+}
+
+/* a[0..n) equals the lowercase literal lit, ASCII case-insensitively */
+static bool ieq_n(const char *a, size_t n, const char *lit)
+{
+    size_t i = 0;
+    for (; i < n && lit[i]; i++)
+        if (lower((unsigned char)a[i]) != (unsigned char)lit[i])
+            return false;
+    return i == n && lit[i] == '\0';
+}
+
+static void trim(const char **s, size_t *n)
+{
+    while (*n > 0 && is_ws((unsigned char)**s)) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n > 0 && is_ws((unsigned char)(*s)[*n - 1]))
+        (*n)--;
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n), 0 if there is none. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t min, cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, min = 0x80, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, min = 0x800, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, min = 0x10000, cp = c & 0x07;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* Copies s[0..n) to out (room for 2n + 1) as valid UTF-8, NUL-terminated:
+ * a byte that starts no valid sequence is read as ISO-8859-1, as libxml2
+ * reads it everywhere but in entity names, whose bytes it passes through.
+ * Returns the length written. */
+static size_t utf8_copy(char *out, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+    while (i < n) {
+        size_t k = utf8_seq(u + i, n - i);
+        if (k > 0) {
+            memcpy(out + o, u + i, k);
+            o += k;
+            i += k;
+        } else {
+            out[o++] = (char)(0xC0 | (u[i] >> 6));
+            out[o++] = (char)(0x80 | (u[i] & 0x3F));
+            i++;
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* Lowercased, trimmed copy of a charset label into out[LABEL_MAX]; "" if it
+ * does not fit. */
+static void label_copy(char *out, const char *s, size_t n)
+{
+    trim(&s, &n);
+    if (n >= LABEL_MAX) {
+        out[0] = '\0';
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (char)lower((unsigned char)s[i]);
+    out[n] = '\0';
+}
+
+static int label_lookup(const char *label) /* enc_id or -1 */
+{
+    if (label[0] == '\0')
+        return -1;
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++)
+        if (strcmp(labels[i].label, label) == 0)
+            return labels[i].enc;
+    return -1;
+}
+
+/* ---- libxml2 error silencing --------------------------------------------- */
+
+static void silent_generic(void *ctx, const char *msg, ...)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static void silent_structured(void *ctx, xmlErrorPtr err)
+{
+    (void)ctx;
+    (void)err;
+}
+
+typedef struct quiet {
+    xmlGenericErrorFunc gen;
+    void *gen_ctx;
+    xmlStructuredErrorFunc st;
+    void *st_ctx;
+} quiet;
+
+static void quiet_begin(quiet *q)
+{
+    q->gen = xmlGenericError;
+    q->gen_ctx = xmlGenericErrorContext;
+    q->st = xmlStructuredError;
+    q->st_ctx = xmlStructuredErrorContext;
+    xmlSetGenericErrorFunc(NULL, silent_generic);
+    xmlSetStructuredErrorFunc(NULL, NULL);
+}
+
+static void quiet_end(const quiet *q)
+{
+    xmlSetGenericErrorFunc(q->gen_ctx, q->gen);
+    xmlSetStructuredErrorFunc(q->st_ctx, q->st);
+}
+
+/* ---- emitting ------------------------------------------------------------- */
+
+static void drop(links_parser *p, int reason) { p->st.dropped[reason]++; }
+
+/* One candidate URL (bytes v, n, from an attribute). */
+static void emit(links_parser *p, const char *kind, links_class cls, int nofollow,
+                 const char *v, size_t n)
+{
+    trim(&v, &n);
+    if (p->inert) {
+        drop(p, LINKS_DROP_INERT);
+        return;
+    }
+    if (n == 0) {
+        drop(p, LINKS_DROP_EMPTY);
+        return;
+    }
+    if (n >= 5 && ieq_n(v, 5, "data:")) {
+        drop(p, LINKS_DROP_DATA);
+        return;
+    }
+    if (n > p->max_url) {
+        drop(p, LINKS_DROP_TOO_LONG);
+        return;
+    }
+    n = utf8_copy(p->url, v, n);
+    if (n > p->max_url) {
+        drop(p, LINKS_DROP_TOO_LONG);
+        return;
+    }
+    if (p->st.emitted >= p->max_links) {
+        drop(p, LINKS_DROP_MAX_LINKS);
+        return;
+    }
+    links_link l = {
+        .kind = kind,
+        .cls = cls,
+        .nofollow = nofollow,
+        .url = p->url,
+        .url_len = n,
+        .base = p->base_ok ? p->base : NULL,
+        .base_len = p->base_ok ? p->base_len : 0,
+    };
+    p->st.emitted++;
+    p->cb(p->ud, &l);
+}
+
+static void emit_attr(links_parser *p, const char *kind, links_class cls, int nofollow,
+                      const char *v)
+{
+    if (v != NULL)
+        emit(p, kind, cls, nofollow, v, strlen(v));
+}
+
+/* srcset (HTML spec, "parse a srcset attribute"): candidates separated by
+ * commas; a candidate is a URL (a run of non-whitespace, trailing commas
+ * removed) then optional descriptors up to a comma outside parentheses.
+ * Every candidate's URL is emitted; descriptors are not validated (a
+ * browser would skip a candidate with bad descriptors, but the URL is still
+ * one the site serves). */
+static void emit_srcset(links_parser *p, const char *kind, links_class cls, const char *s)
+{
+    if (s == NULL)
+        return;
+    size_t n = strlen(s), i = 0;
+    for (;;) {
+        while (i < n && (is_ws((unsigned char)s[i]) || s[i] == ','))
+            i++;
+        if (i >= n)
+            return;
+        size_t start = i;
+        while (i < n && !is_ws((unsigned char)s[i]))
+            i++;
+        size_t end = i;
+        if (s[end - 1] == ',') {
+            while (end > start && s[end - 1] == ',')
+                end--;
+            emit(p, kind, cls, 0, s + start, end - start);
+            continue;
+        }
+        emit(p, kind, cls, 0, s + start, end - start);
+        bool paren = false;
+        for (; i < n; i++) {
+            if (s[i] == '(') {
+                paren = true;
+            } else if (s[i] == ')') {
+                paren = false;
+            } else if (s[i] == ',' && !paren) {
+                i++;
+                break;
+            }
+        }
+    }
+}
+
+/* <meta http-equiv=refresh content="5; url=...">: the HTML spec's
+ * "shared declarative refresh steps". No URL (refresh to self) or no
+ * leading time: no link. Every meta refresh is emitted, not only the
+ * first one a browser would obey. */
+static void meta_refresh(links_parser *p, const char *s)
+{
+    size_t n = strlen(s), i = 0;
+    while (i < n && is_ws((unsigned char)s[i]))
+        i++;
+    size_t digits = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++;
+    if (i == digits && !(i < n && s[i] == '.'))
+        return;
+    while (i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.'))
+        i++;
+    if (i < n) {
+        if (s[i] != ';' && s[i] != ',' && !is_ws((unsigned char)s[i]))
+            return;
+        while (i < n && is_ws((unsigned char)s[i]))
+            i++;
+        if (i < n && (s[i] == ';' || s[i] == ','))
+            i++;
+        while (i < n && is_ws((unsigned char)s[i]))
+            i++;
+    }
+    if (i >= n)
+        return;
+    size_t url = i; /* urlString if the "url=" prefix is incomplete */
+    if (lower((unsigned char)s[i]) == 'u') {
+        i++;
+        if (i >= n || lower((unsigned char)s[i]) != 'r')
+            goto parse;
+        i++;
+        if (i >= n || lower((unsigned char)s[i]) != 'l')
+            goto parse;
+        i++;
+        while (i < n && is_ws((unsigned char)s[i]))
+            i++;
+        if (i >= n || s[i] != '=')
+            goto parse;
+        i++;
+        while (i < n && is_ws((unsigned char)s[i]))
+            i++;
+    }
+    /* skip quotes */
+    char quote = 0;
+    if (i < n && (s[i] == '"' || s[i] == '\'')) {
+        quote = s[i];
+        i++;
+    }
+    size_t end = n;
+    if (quote) {
+        const char *q = memchr(s + i, quote, n - i);
+        if (q != NULL)
+            end = (size_t)(q - s);
+    }
+    emit(p, "meta-refresh", LINKS_NAVIGATION, 0, s + i, end - i);
+    return;
+parse:
+    emit(p, "meta-refresh", LINKS_NAVIGATION, 0, s + url, n - url);
+}
+
+/* content="noindex, nofollow": tokens split on commas and whitespace. */
+static void meta_robots(links_parser *p, const char *s)
+{
+    size_t n = strlen(s), i = 0;
+    while (i < n) {
+        while (i < n && (s[i] == ',' || is_ws((unsigned char)s[i])))
+            i++;
+        size_t t = i;
+        while (i < n && s[i] != ',' && !is_ws((unsigned char)s[i]))
+            i++;
+        size_t len = i - t;
+        if (ieq_n(s + t, len, "noindex"))
+            p->robots |= LINKS_ROBOTS_NOINDEX;
+        else if (ieq_n(s + t, len, "nofollow"))
+            p->robots |= LINKS_ROBOTS_NOFOLLOW;
+        else if (ieq_n(s + t, len, "none"))
+            p->robots |= LINKS_ROBOTS_NOINDEX | LINKS_ROBOTS_NOFOLLOW;
+        else if (ieq_n(s + t, len, "noarchive"))
+            p->robots |= LINKS_ROBOTS_NOARCHIVE;
+    }
+}
+
+/* ---- rel ------------------------------------------------------------------ */
+
+/* The class of a <link> by its rel token (HTML's link types, the HTML 4
+ * navigation ones, common icon and preload ones); anything else is OTHER:
+ * preconnect, dns-prefetch, prefetch, prerender, pingback, EditURI, me... */
+static const struct rel_class {
+    const char *rel;
+    links_class cls;
+} rel_classes[] = {
+    {"alternate", LINKS_NAVIGATION}, {"amphtml", LINKS_NAVIGATION},
+    {"archives", LINKS_NAVIGATION},  {"author", LINKS_NAVIGATION},
+    {"canonical", LINKS_NAVIGATION}, {"first", LINKS_NAVIGATION},
+    {"help", LINKS_NAVIGATION},      {"home", LINKS_NAVIGATION},
+    {"index", LINKS_NAVIGATION},     {"last", LINKS_NAVIGATION},
+    {"license", LINKS_NAVIGATION},   {"next", LINKS_NAVIGATION},
+    {"prev", LINKS_NAVIGATION},      {"previous", LINKS_NAVIGATION},
+    {"shortlink", LINKS_NAVIGATION}, {"start", LINKS_NAVIGATION},
+    {"up", LINKS_NAVIGATION},        {"search", LINKS_NAVIGATION},
+    {"copyright", LINKS_NAVIGATION}, {"glossary", LINKS_NAVIGATION},
+    {"contents", LINKS_NAVIGATION},  {"toc", LINKS_NAVIGATION},
+    {"chapter", LINKS_NAVIGATION},   {"section", LINKS_NAVIGATION},
+    {"subsection", LINKS_NAVIGATION}, {"appendix", LINKS_NAVIGATION},
+    {"bookmark", LINKS_NAVIGATION},
+    {"apple-touch-icon", LINKS_REQUISITE}, {"apple-touch-icon-precomposed", LINKS_REQUISITE},
+    {"apple-touch-startup-image", LINKS_REQUISITE}, {"fluid-icon", LINKS_REQUISITE},
+    {"icon", LINKS_REQUISITE},       {"manifest", LINKS_REQUISITE},
+    {"mask-icon", LINKS_REQUISITE},  {"modulepreload", LINKS_REQUISITE},
+    {"preload", LINKS_REQUISITE},    {"stylesheet", LINKS_REQUISITE},
+};
+
+/* Tokens that qualify a link rather than name its type. */
+static bool rel_modifier(const char *t, size_t n)
+{
+    static const char *const mods[] = {"nofollow", "noopener", "noreferrer", "opener",
+                                       "external", "shortcut", "ugc", "sponsored"};
+    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
+        if (ieq_n(t, n, mods[i]))
+            return true;
+    return false;
+}
+
+static bool rel_token_ok(const char *t, size_t n)
+{
+    if (n == 0 || n > REL_TOKEN_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = lower((unsigned char)t[i]);
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-' || c == ':'))
+            return false;
+    }
+    return true;
+}
+
+/* Reads rel: *nofollow (OUT); for <link>, builds p->kind and *cls (OUT):
+ * "link:stylesheet" if stylesheet is among the tokens (so "alternate
+ * stylesheet" is a stylesheet), else "link:" + the first token that is not
+ * a modifier ("shortcut icon" -> link:icon); "link" (OTHER) if none. One
+ * link per element, not one per token. */
+static void rel_parse(links_parser *p, const char *rel, bool for_link, int *nofollow,
+                      links_class *cls)
+{
+    *nofollow = 0;
+    const char *first = NULL;
+    size_t first_len = 0;
+    bool stylesheet = false;
+    size_t n = rel ? strlen(rel) : 0, i = 0;
+    while (i < n) {
+        while (i < n && is_ws((unsigned char)rel[i]))
+            i++;
+        size_t t = i;
+        while (i < n && !is_ws((unsigned char)rel[i]))
+            i++;
+        size_t len = i - t;
+        if (len == 0)
+            break;
+        if (ieq_n(rel + t, len, "nofollow"))
+            *nofollow = 1;
+        if (ieq_n(rel + t, len, "stylesheet"))
+            stylesheet = true;
+        if (first == NULL && !rel_modifier(rel + t, len)) {
+            first = rel + t;
+            first_len = len;
+        }
+    }
+    if (!for_link)
+        return;
+    if (stylesheet) {
+        first = "stylesheet";
+        first_len = 10;
+    }
+    if (first == NULL || !rel_token_ok(first, first_len)) {
+        memcpy(p->kind, "link", 5);
+        *cls = LINKS_OTHER;
+        return;
+    }
+    memcpy(p->kind, "link:", 5);
+    for (size_t k = 0; k < first_len; k++)
+        p->kind[5 + k] = (char)lower((unsigned char)first[k]);
+    p->kind[5 + first_len] = '\0';
+    *cls = LINKS_OTHER;
+    for (size_t k = 0; k < sizeof rel_classes / sizeof rel_classes[0]; k++) {
+        if (strcmp(rel_classes[k].rel, p->kind + 5) == 0) {
+            *cls = rel_classes[k].cls;
+            break;
+        }
+    }
+}
+
+/* ---- SAX ------------------------------------------------------------------ */
+
+static void stop(links_parser *p, unsigned why)
+{
+    p->st.truncated |= why;
+    if (!p->stopped && p->ctxt != NULL)
+        xmlStopParser(p->ctxt);
+    p->stopped = true;
+}
+
+/* Value of attribute name ("" for one without a value), or NULL. libxml2
+ * gives lowercase names and keeps the first of duplicated attributes. */
+static const char *attr(const xmlChar **atts, const char *name)
+{
+    if (atts == NULL)
+        return NULL;
+    for (size_t i = 0; atts[i] != NULL; i += 2)
+        if (strcmp((const char *)atts[i], name) == 0)
+            return atts[i + 1] ? (const char *)atts[i + 1] : "";
+    return NULL;
+}
+
+static bool name_is(const xmlChar *name, const char *lit)
+{
+    return strcmp((const char *)name, lit) == 0;
+}
+
+/* Elements whose content a browser reads as text (RCDATA, RAWTEXT,
+ * plaintext); libxml2 parses it as markup (it only knows script and style
+ * as raw text). Links inside are counted as LINKS_DROP_INERT. */
+static bool inert_container(const xmlChar *name)
+{
+    static const char *const names[] = {"textarea", "title", "xmp", "iframe",
+                                        "noembed", "noframes", "plaintext"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (name_is(name, names[i]))
+            return true;
+    return false;
+}
+
+static void on_meta(links_parser *p, const xmlChar **atts)
+{
+    const char *content = attr(atts, "content");
+    if (content == NULL)
+        return;
+    const char *equiv = attr(atts, "http-equiv");
+    if (equiv != NULL) {
+        size_t n = strlen(equiv);
+        trim(&equiv, &n);
+        if (ieq_n(equiv, n, "refresh"))
+            meta_refresh(p, content);
+    }
+    const char *name = attr(atts, "name");
+    if (name != NULL) {
+        size_t n = strlen(name);
+        trim(&name, &n);
+        if (ieq_n(name, n, "robots") ||
+            (p->agent != NULL && n == strlen(p->agent) && ieq_n(name, n, p->agent)))
+            meta_robots(p, content);
+    }
+}
+
+static void on_base(links_parser *p, const xmlChar **atts)
+{
+    const char *href = attr(atts, "href");
+    if (p->base_seen || href == NULL)
+        return;
+    p->base_seen = true; /* the first <base href> wins, even if unusable */
+    size_t n = strlen(href);
+    trim(&href, &n);
+    if (n > p->max_url) {
+        drop(p, LINKS_DROP_TOO_LONG);
+        return;
+    }
+    if (n == 0)
+        return; /* the document URL stays the base */
+    n = utf8_copy(p->base, href, n);
+    if (n > p->max_url) {
+        drop(p, LINKS_DROP_TOO_LONG);
+        return;
+    }
+    p->base_len = n;
+    p->base_ok = true;
+}
+
+static void on_start(void *ud, const xmlChar *name, const xmlChar **atts)
+{
+    links_parser *p = ud;
+    htmlParserCtxtPtr c = p->ctxt;
+    if (p->stopped)
+        return;
+    if ((size_t)c->nameNr > p->max_depth) {
+        stop(p, LINKS_TRUNC_DEPTH);
+        return;
+    }
+    p->inert = false;
+    if (p->inert_depth > 0) {
+        if (c->nameNr >= p->inert_depth &&
+            xmlStrEqual(c->nameTab[p->inert_depth - 1], p->inert_name))
+            p->inert = true;
+        else
+            p->inert_depth = 0;
+    }
+    int nofollow;
+    links_class cls;
+    switch (name[0]) {
+    case 'a':
+        if (name_is(name, "a") || name_is(name, "area")) {
+            const char *href = attr(atts, "href");
+            if (href != NULL) {
+                rel_parse(p, attr(atts, "rel"), false, &nofollow, &cls);
+                emit_attr(p, name[1] ? "area" : "a", LINKS_NAVIGATION, nofollow, href);
+            }
+        } else if (name_is(name, "audio")) {
+            emit_attr(p, "audio", LINKS_REQUISITE, 0, attr(atts, "src"));
+        }
+        break;
+    case 'b':
+        if (name_is(name, "base") && !p->inert)
+            on_base(p, atts);
+        break;
+    case 'e':
+        if (name_is(name, "embed"))
+            emit_attr(p, "embed", LINKS_REQUISITE, 0, attr(atts, "src"));
+        break;
+    case 'f':
+        if (name_is(name, "frame"))
+            emit_attr(p, "frame", LINKS_NAVIGATION, 0, attr(atts, "src"));
+        else if (name_is(name, "form"))
+            emit_attr(p, "form", LINKS_OTHER, 0, attr(atts, "action"));
+        break;
+    case 'i':
+        if (name_is(name, "img")) {
+            emit_attr(p, "img", LINKS_REQUISITE, 0, attr(atts, "src"));
+            emit_srcset(p, "img", LINKS_REQUISITE, attr(atts, "srcset"));
+        } else if (name_is(name, "iframe")) {
+            emit_attr(p, "iframe", LINKS_NAVIGATION, 0, attr(atts, "src"));
+        }
+        break;
+    case 'l':
+        if (name_is(name, "link")) {
+            const char *href = attr(atts, "href");
+            const char *set = attr(atts, "imagesrcset");
+            if (href == NULL && set == NULL)
+                break;
+            rel_parse(p, attr(atts, "rel"), true, &nofollow, &cls);
+            emit_attr(p, p->kind, cls, nofollow, href);
+            emit_srcset(p, p->kind, cls, set);
+        }
+        break;
+    case 'm':
+        if (name_is(name, "meta") && !p->inert)
+            on_meta(p, atts);
+        break;
+    case 'o':
+        if (name_is(name, "object"))
+            emit_attr(p, "object", LINKS_REQUISITE, 0, attr(atts, "data"));
+        break;
+    case 's':
+        if (name_is(name, "script")) {
+            emit_attr(p, "script", LINKS_REQUISITE, 0, attr(atts, "src"));
+        } else if (name_is(name, "source")) {
+            emit_attr(p, "source", LINKS_REQUISITE, 0, attr(atts, "src"));
+            emit_srcset(p, "source", LINKS_REQUISITE, attr(atts, "srcset"));
+        }
+        break;
+    case 't':
+        if (name_is(name, "track"))
+            emit_attr(p, "track", LINKS_REQUISITE, 0, attr(atts, "src"));
+        break;
+    case 'v':
+        if (name_is(name, "video")) {
+            emit_attr(p, "video", LINKS_REQUISITE, 0, attr(atts, "src"));
+            emit_attr(p, "video", LINKS_REQUISITE, 0, attr(atts, "poster"));
+        }
+        break;
+    default:
+        break;
+    }
+    if (p->inert_depth == 0 && inert_container(name)) {
+        p->inert_depth = c->nameNr;
+        p->inert_name = c->nameTab[c->nameNr - 1];
+    }
+}
+
+/* ---- the tag guard -------------------------------------------------------- */
+
+/* Character classes of libxml2's start-tag syntax, for c < 0x100. */
+enum { C_BLANK = 1, C_NAMESTART = 2, C_NAMECHAR = 4 };
+#define NS (C_NAMESTART | C_NAMECHAR)
+static const unsigned char gclass[256] = {
+    ['\t'] = C_BLANK, ['\n'] = C_BLANK, ['\r'] = C_BLANK, [' '] = C_BLANK, /* no \f */
+    ['-'] = C_NAMECHAR, ['.'] = NS, [':'] = NS, ['_'] = NS,
+    ['0'] = C_NAMECHAR, ['1'] = C_NAMECHAR, ['2'] = C_NAMECHAR, ['3'] = C_NAMECHAR,
+    ['4'] = C_NAMECHAR, ['5'] = C_NAMECHAR, ['6'] = C_NAMECHAR, ['7'] = C_NAMECHAR,
+    ['8'] = C_NAMECHAR, ['9'] = C_NAMECHAR,
+    ['A'] = NS, ['B'] = NS, ['C'] = NS, ['D'] = NS, ['E'] = NS, ['F'] = NS, ['G'] = NS,
+    ['H'] = NS, ['I'] = NS, ['J'] = NS, ['K'] = NS, ['L'] = NS, ['M'] = NS, ['N'] = NS,
+    ['O'] = NS, ['P'] = NS, ['Q'] = NS, ['R'] = NS, ['S'] = NS, ['T'] = NS, ['U'] = NS,
+    ['V'] = NS, ['W'] = NS, ['X'] = NS, ['Y'] = NS, ['Z'] = NS,
+    ['a'] = NS, ['b'] = NS, ['c'] = NS, ['d'] = NS, ['e'] = NS, ['f'] = NS, ['g'] = NS,
+    ['h'] = NS, ['i'] = NS, ['j'] = NS, ['k'] = NS, ['l'] = NS, ['m'] = NS, ['n'] = NS,
+    ['o'] = NS, ['p'] = NS, ['q'] = NS, ['r'] = NS, ['s'] = NS, ['t'] = NS, ['u'] = NS,
+    ['v'] = NS, ['w'] = NS, ['x'] = NS, ['y'] = NS, ['z'] = NS,
+};
+#undef NS
+
+static bool g_blank(unsigned c) { return gclass[c & 0xFF] & C_BLANK; } /* IS_BLANK_CH */
+static bool g_namestart(unsigned c) { return gclass[c & 0xFF] & C_NAMESTART; }
+static bool g_namechar(unsigned c) { return gclass[c & 0xFF] & C_NAMECHAR; }
+
+/* One step of one reading; -1 when its tag ends. *k counts attributes. */
+static int g_step(int s, unsigned c, uint32_t *k)
+{
+    for (;;) {
+        switch (s) {
+        case G_TNAME:
+            if (g_namechar(c))
+                return G_TNAME;
+            s = G_BEFORE;
+            continue;
+        case G_BEFORE:
+            if (g_blank(c))
+                return G_BEFORE;
+            if (c == '>')
+                return -1;
+            if (g_namestart(c)) {
+                (*k)++;
+                return G_ANAME;
+            }
+            return G_BOGUS;
+        case G_ANAME:
+            if (g_namechar(c))
+                return G_ANAME;
+            s = G_AFTERNAME;
+            continue;
+        case G_AFTERNAME:
+            if (g_blank(c))
+                return G_AFTERNAME;
+            if (c == '=')
+                return G_BEFOREVAL;
+            s = G_BEFORE;
+            continue;
+        case G_BEFOREVAL:
+            if (g_blank(c))
+                return G_BEFOREVAL;
+            if (c == '"')
+                return G_DQ;
+            if (c == '\'')
+                return G_SQ;
+            if (c == '>')
+                return -1;
+            return G_UVAL;
+        case G_DQ:
+            return c == '"' ? G_BEFORE : G_DQ;
+        case G_SQ:
+            return c == '\'' ? G_BEFORE : G_SQ;
+        default: /* G_UVAL, G_BOGUS */
+            if (g_blank(c))
+                return G_BEFORE;
+            if (c == '>')
+                return -1;
+            return s;
+        }
+    }
+}
+
+/* Feeds one character (ASCII, or 0x80 for any other) to every reading;
+ * false when some tag would get more than max_attrs attributes. */
+static bool guard_char(links_parser *p, unsigned c)
+{
+    bool namec = g_namechar(c);
+    p->g_run = namec ? p->g_run + 1 : 0;
+    unsigned mask = p->g_mask, nmask = 0;
+    uint32_t worst = 0;
+    if (mask != 0) {
+        bool split = namec && p->g_run > 1 && (p->g_run - 1) % GUARD_NAME_SPLIT == 0;
+        uint32_t ncnt[G_N];
+        while (mask != 0) {
+            int s = __builtin_ctz(mask);
+            mask &= mask - 1;
+            uint32_t k = p->g_cnt[s];
+            int t;
+            if (split && (s == G_TNAME || s == G_ANAME)) {
+                k++; /* libxml2 cuts a long name: the rest is a new name */
+                t = G_ANAME;
+            } else {
+                t = g_step(s, c, &k);
+            }
+            if (t < 0)
+                continue;
+            if (!(nmask & (1u << t)) || ncnt[t] < k)
+                ncnt[t] = k;
+            nmask |= 1u << t;
+            if (k > worst)
+                worst = k;
+        }
+        for (mask = nmask; mask != 0; mask &= mask - 1) {
+            int s = __builtin_ctz(mask);
+            p->g_cnt[s] = ncnt[s];
+        }
+    }
+    if (p->g_lt && g_namestart(c)) { /* a tag may start here */
+        if (!(nmask & (1u << G_TNAME)))
+            p->g_cnt[G_TNAME] = 0;
+        nmask |= 1u << G_TNAME;
+    }
+    p->g_lt = c == '<';
+    p->g_mask = nmask;
+    return worst <= p->max_attrs;
+}
+
+/* With one reading active and no '<' just before: runs it from s[i], as
+ * guard_char would char by char but skipping in bulk what cannot change its
+ * state, up to a '<' or NUL (guard_char handles those: a tag may start
+ * there), the end of its tag or of the input. Returns where it stopped;
+ * *over (OUT): at that byte the tag got more than max_attrs attributes. */
+static size_t guard_run1(links_parser *p, const unsigned char *s, size_t i, size_t n,
+                         bool *over)
+{
+    int st = __builtin_ctz(p->g_mask);
+    uint32_t k = p->g_cnt[st];
+    size_t run = p->g_run;
+    *over = false;
+    while (i < n) {
+        switch (st) {
+        case G_DQ:
+        case G_SQ: {
+            unsigned char q = st == G_DQ ? '"' : '\'';
+            while (i < n && s[i] != q && s[i] != '<' && s[i] != 0)
+                i++;
+            run = 0;
+            break;
+        }
+        case G_UVAL:
+        case G_BOGUS:
+            while (i < n && !g_blank(s[i]) && s[i] != '>' && s[i] != '<' && s[i] != 0)
+                i++;
+            run = 0;
+            break;
+        case G_TNAME:
+        case G_ANAME: {
+            /* libxml2 cuts a name every GUARD_NAME_SPLIT characters of a
+             * run: a cut at the character that makes the run r, for every
+             * r > 1 with (r - 1) % GUARD_NAME_SPLIT == 0 */
+            size_t j = i;
+            while (j < n && g_namechar(s[j]))
+                j++;
+            size_t cut = (run - 1) / GUARD_NAME_SPLIT; /* cuts so far; run >= 1 */
+            size_t cuts = (run + (j - i) - 1) / GUARD_NAME_SPLIT - cut;
+            if (cuts > 0) {
+                if (cuts > p->max_attrs - k) { /* where the count passes the cap */
+                    size_t r = (cut + (p->max_attrs - k) + 1) * GUARD_NAME_SPLIT + 1;
+                    *over = true;
+                    return i + (r - run - 1);
+                }
+                k += (uint32_t)cuts;
+                st = G_ANAME;
+            }
+            run += j - i;
+            i = j;
+            break;
+        }
+        default: /* G_BEFORE, G_AFTERNAME, G_BEFOREVAL */
+            while (i < n && g_blank(s[i]))
+                i++;
+            run = 0;
+            break;
+        }
+        if (i >= n)
+            break;
+        unsigned c = s[i];
+        if (c == '<' || c == 0)
+            break;
+        if (c >= 0x80)
+            c = 0x80;
+        run = g_namechar(c) ? run + 1 : 0; /* a name's first char: no cut */
+        st = g_step(st, c, &k);
+        if (k > p->max_attrs) {
+            *over = true;
+            return i;
+        }
+        i++;
+        if (st < 0) { /* the tag ended */
+            p->g_mask = 0;
+            p->g_run = run;
+            p->g_lt = false;
+            return i;
+        }
+    }
+    p->g_mask = 1u << st;
+    p->g_cnt[st] = k;
+    p->g_run = run;
+    p->g_lt = false;
+    return i;
+}
+
+/* Runs the guard over the UTF-8 s[0..n): returns how many bytes are safe,
+ * n if all; stops early at a NUL byte too (*nul, OUT). */
+static size_t guard_scan(links_parser *p, const unsigned char *s, size_t n, bool *nul)
+{
+    size_t i = 0;
+    *nul = false;
+    while (i < n) {
+        unsigned m = p->g_mask;
+        if (!p->g_lt && m == 0) { /* text: to the next '<' */
+            const unsigned char *lt = memchr(s + i, '<', n - i);
+            size_t end = lt != NULL ? (size_t)(lt - s) : n;
+            const unsigned char *z = memchr(s + i, 0, end - i);
+            i = z != NULL ? (size_t)(z - s) : end;
+        } else if (!p->g_lt && (m & (m - 1)) == 0) {
+            bool over;
+            i = guard_run1(p, s, i, n, &over);
+            if (over)
+                return i;
+        }
+        if (i >= n)
+            break;
+        unsigned char c = s[i];
+        if (c == 0) {
+            *nul = true;
+            return i;
+        }
+        if (!guard_char(p, c < 0x80 ? c : 0x80))
+            return i;
+        i++;
+    }
+    return n;
+}
+
+/* ---- feeding libxml2 ------------------------------------------------------ */
+
+/* The block goes to libxml2. Only here does libxml2 run (and call on_start). */
+static void blk_flush(links_parser *p, int terminate)
+{
+    if (p->stopped)
+        return;
+    quiet q;
+    quiet_begin(&q);
+    htmlParseChunk(p->ctxt, (const char *)p->blk, (int)p->blk_len, terminate);
+    p->blk_len = 0;
+    if (!terminate && !p->stopped &&
+        (p->ctxt->disableSAX || p->ctxt->instate == XML_PARSER_EOF))
+        stop(p, LINKS_TRUNC_PARSER);
+    quiet_end(&q);
+}
+
+/* libxml2's push parser gives different results for the same bytes cut at
+ * different places (e.g. "<!-->" ends a comment or not), so it always gets
+ * the same cut: fixed blocks at fixed offsets of the UTF-8 stream. */
+static void blk_put(links_parser *p, const unsigned char *s, size_t n)
+{
+    while (n > 0 && !p->stopped) {
+        size_t k = BLOCK - p->blk_len;
+        if (k > n)
+            k = n;
+        memcpy(p->blk + p->blk_len, s, k);
+        p->blk_len += k;
+        s += k;
+        n -= k;
+        if (p->blk_len == BLOCK)
+            blk_flush(p, 0);
+    }
+}
+
+/* A tag with too many attributes ahead: parse what precedes it, stop. */
+static void guard_stop(links_parser *p)
+{
+    blk_flush(p, 0);
+    stop(p, LINKS_TRUNC_ATTRS);
+}
+
+/* UTF-8 from here on: guard, NUL -> U+FFFD, parse. */
+static void push_utf8(links_parser *p, const unsigned char *s, size_t n)
+{
+    static const unsigned char fffd[] = {0xEF, 0xBF, 0xBD};
+    while (n > 0 && !p->stopped) {
+        bool nul;
+        size_t ok = guard_scan(p, s, n, &nul);
+        blk_put(p, s, ok);
+        if (ok == n || p->stopped)
+            return;
+        if (!nul) {
+            guard_stop(p);
+            return;
+        }
+        p->st.nul_bytes++;
+        for (int k = 0; k < 3; k++) {
+            if (!guard_char(p, 0x80)) {
+                guard_stop(p);
+                return;
+            }
+        }
+        blk_put(p, fffd, 3);
+        s += ok + 1;
+        n -= ok + 1;
+    }
+}
+
+static void push_latin1(links_parser *p, const unsigned char *s, size_t n)
+{
+    unsigned char out[8192];
+    while (n > 0 && !p->stopped) {
+        size_t o = 0;
+        while (n > 0 && o + 2 <= sizeof out) {
+            unsigned char c = *s++;
+            n--;
+            if (c < 0x80) {
+                out[o++] = c;
+            } else {
+                out[o++] = (unsigned char)(0xC0 | (c >> 6));
+                out[o++] = (unsigned char)(0x80 | (c & 0x3F));
+            }
+        }
+        push_utf8(p, out, o);
+    }
+}
+
+/* The bytes at in are invalid: skip one code unit (or what is left),
+ * read as U+FFFD. */
+static void iconv_skip(links_parser *p, char **in, size_t *inleft)
+{
+    static const unsigned char fffd[] = {0xEF, 0xBF, 0xBD};
+    size_t k = p->unit < *inleft ? p->unit : *inleft;
+    *in += k;
+    *inleft -= k;
+    p->st.invalid++;
+    push_utf8(p, fffd, 3);
+}
+
+/* iconv to UTF-8 through a staging buffer that starts with the carried
+ * incomplete sequence of the previous chunk. */
+static void push_iconv(links_parser *p, const unsigned char *s, size_t n)
+{
+    char stage[8192];
+    char out[16384];
+    while (n > 0 && !p->stopped) {
+        size_t k = sizeof stage - p->carry_len;
+        if (k > n)
+            k = n;
+        memcpy(stage, p->carry, p->carry_len);
+        memcpy(stage + p->carry_len, s, k);
+        s += k;
+        n -= k;
+        char *in = stage;
+        size_t inleft = p->carry_len + k;
+        p->carry_len = 0;
+        while (inleft > 0 && !p->stopped) {
+            char *ob = out;
+            size_t oleft = sizeof out;
+            size_t r = iconv(p->cd, &in, &inleft, &ob, &oleft);
+            int err = r == (size_t)-1 ? errno : 0;
+            push_utf8(p, (const unsigned char *)out, (size_t)(ob - out));
+            if (p->stopped)
+                return;
+            if (err == 0 || err == E2BIG)
+                continue;
+            if (err == EINVAL && inleft <= sizeof p->carry) {
+                memcpy(p->carry, in, inleft); /* incomplete: wait for more */
+                p->carry_len = inleft;
+                break;
+            }
+            iconv_skip(p, &in, &inleft); /* EILSEQ */
+        }
+    }
+}
+
+static void push(links_parser *p, const unsigned char *s, size_t n)
+{
+    if (p->stopped || n == 0)
+        return;
+    switch (p->mode) {
+    case M_UTF8:
+        push_utf8(p, s, n);
+        break;
+    case M_LATIN1:
+        push_latin1(p, s, n);
+        break;
+    case M_ICONV:
+        push_iconv(p, s, n);
+        break;
+    }
+}
+
+/* ---- charset decision ----------------------------------------------------- */
+
+/* "Get an attribute" of the HTML spec's prescan: 1 and name/value (both
+ * lowercased, truncated to their buffers), 0 if there is none, -1 at the end
+ * of the input (the prescan gives up). */
+static int pre_attr(const unsigned char *s, size_t n, size_t *ip, char name[PRE_NAME],
+                    char val[PRE_VALUE])
+{
+    size_t i = *ip, nl = 0, vl = 0;
+    int rc = 1;
+    while (i < n && (is_ws(s[i]) || s[i] == '/'))
+        i++;
+    if (i >= n)
+        return -1;
+    if (s[i] == '>') {
+        *ip = i;
+        return 0;
+    }
+    for (;;) {
+        if (i >= n)
+            return -1;
+        unsigned char c = s[i];
+        if (c == '=' && nl > 0) {
+            i++;
+            goto value;
+        }
+        if (is_ws(c))
+            break;
+        if (c == '/' || c == '>')
+            goto done;
+        if (nl + 1 < PRE_NAME)
+            name[nl++] = (char)lower(c);
+        i++;
+    }
+    while (i < n && is_ws(s[i]))
+        i++;
+    if (i >= n)
+        return -1;
+    if (s[i] != '=')
+        goto done;
+    i++;
+value:
+    while (i < n && is_ws(s[i]))
+        i++;
+    if (i >= n)
+        return -1;
+    if (s[i] == '"' || s[i] == '\'') {
+        unsigned char q = s[i++];
+        while (i < n && s[i] != q) {
+            if (vl + 1 < PRE_VALUE)
+                val[vl++] = (char)lower(s[i]);
+            i++;
+        }
+        if (i >= n)
+            return -1;
+        i++;
+        goto done;
+    }
+    if (s[i] == '>')
+        goto done;
+    while (i < n && !is_ws(s[i]) && s[i] != '>') {
+        if (vl + 1 < PRE_VALUE)
+            val[vl++] = (char)lower(s[i]);
+        i++;
+    }
+    if (i >= n)
+        return -1;
+done:
+    name[nl] = '\0';
+    val[vl] = '\0';
+    *ip = i;
+    return rc;
+}
+
+/* "Extracting a character encoding from a meta element" (value is
+ * lowercase): the label after charset=, or "" . */
+static void content_charset(const char *v, char *out)
+{
+    size_t n = strlen(v), i = 0;
+    out[0] = '\0';
+    for (;;) {
+        const char *f = strstr(v + i, "charset");
+        if (f == NULL)
+            return;
+        i = (size_t)(f - v) + 7;
+        while (i < n && is_ws((unsigned char)v[i]))
+            i++;
+        if (i < n && v[i] == '=')
+            break;
+    }
+    i++;
+    while (i < n && is_ws((unsigned char)v[i]))
+        i++;
+    if (i >= n)
+        return;
+    if (v[i] == '"' || v[i] == '\'') {
+        const char *e = strchr(v + i + 1, v[i]);
+        if (e != NULL)
+            label_copy(out, v + i + 1, (size_t)(e - (v + i + 1)));
+        return;
+    }
+    size_t j = i;
+    while (j < n && !is_ws((unsigned char)v[j]) && v[j] != ';')
+        j++;
+    label_copy(out, v + i, j - i);
+}
+
+/* The HTML spec's "prescan a byte stream to determine its encoding" over
+ * s[0..n): an enc_id, or -1. */
+static int prescan(const unsigned char *s, size_t n)
+{
+    char name[PRE_NAME], val[PRE_VALUE], cs[LABEL_MAX];
+    size_t i = 0;
+    for (; i < n; i++) {
+        if (s[i] != '<')
+            continue;
+        size_t left = n - i;
+        if (left >= 4 && memcmp(s + i, "<!--", 4) == 0) {
+            size_t j = i + 2;
+            while (j + 2 < n && !(s[j] == '-' && s[j + 1] == '-' && s[j + 2] == '>'))
+                j++;
+            if (j + 2 >= n)
+                return -1;
+            i = j + 2;
+            continue;
+        }
+        if (left >= 6 && ieq_n((const char *)s + i + 1, 4, "meta") &&
+            (is_ws(s[i + 5]) || s[i + 5] == '/')) {
+            size_t j = i + 5;
+            bool got_pragma = false, seen_equiv = false, seen_content = false,
+                 seen_charset = false;
+            int need_pragma = -1; /* -1 null, 0 false, 1 true */
+            int enc = -1;
+            int rc;
+            while ((rc = pre_attr(s, n, &j, name, val)) == 1) {
+                if (strcmp(name, "http-equiv") == 0 && !seen_equiv) {
+                    seen_equiv = true;
+                    if (strcmp(val, "content-type") == 0)
+                        got_pragma = true;
+                } else if (strcmp(name, "content") == 0 && !seen_content) {
+                    seen_content = true;
+                    if (enc < 0) {
+                        content_charset(val, cs);
+                        int e = label_lookup(cs);
+                        if (e >= 0) {
+                            enc = e;
+                            need_pragma = 1;
+                        }
+                    }
+                } else if (strcmp(name, "charset") == 0 && !seen_charset) {
+                    seen_charset = true;
+                    label_copy(cs, val, strlen(val));
+                    enc = label_lookup(cs);
+                    need_pragma = 0;
+                }
+            }
+            if (rc < 0)
+                return -1;
+            i = j;
+            if (need_pragma < 0 || (need_pragma == 1 && !got_pragma) || enc < 0)
+                continue;
+            if (enc == E_U16LE || enc == E_U16BE)
+                enc = E_UTF8; /* a UTF-16 page could not have said so in ASCII */
+            return enc;
+        }
+        if ((left >= 2 && is_alpha(s[i + 1])) ||
+            (left >= 3 && s[i + 1] == '/' && is_alpha(s[i + 2]))) {
+            size_t j = i + 1;
+            while (j < n && !is_ws(s[j]) && s[j] != '>')
+                j++;
+            int rc;
+            while ((rc = pre_attr(s, n, &j, name, val)) == 1)
+                ;
+            if (rc < 0)
+                return -1;
+            i = j;
+            continue;
+        }
+        if (left >= 2 && (s[i + 1] == '!' || s[i + 1] == '/' || s[i + 1] == '?')) {
+            const unsigned char *gt = memchr(s + i + 1, '>', n - i - 1);
+            if (gt == NULL)
+                return -1;
+            i = (size_t)(gt - s);
+        }
+    }
+    return -1;
+}
+
+/* Content-Type: type/subtype; charset=...: the first charset parameter. */
+static void header_charset(const char *ct, char *out)
+{
+    out[0] = '\0';
+    if (ct == NULL)
+        return;
+    const char *s = strchr(ct, ';');
+    while (s != NULL && *s == ';') {
+        s++;
+        while (is_ws((unsigned char)*s))
+            s++;
+        const char *name = s;
+        while (*s && *s != '=' && *s != ';')
+            s++;
+        size_t nlen = (size_t)(s - name);
+        while (nlen > 0 && is_ws((unsigned char)name[nlen - 1]))
+            nlen--;
+        if (*s != '=')
+            continue;
+        s++;
+        while (is_ws((unsigned char)*s))
+            s++;
+        const char *v = s;
+        size_t vlen;
+        if (*s == '"') {
+            v = ++s;
+            while (*s && *s != '"')
+                s++;
+            vlen = (size_t)(s - v);
+            if (*s == '"')
+                s++;
+        } else {
+            while (*s && *s != ';')
+                s++;
+            vlen = (size_t)(s - v);
+        }
+        if (out[0] == '\0' && ieq_n(name, nlen, "charset"))
+            label_copy(out, v, vlen);
+        while (*s && *s != ';')
+            s++;
+    }
+}
+
+/* Creates the libxml2 context for the charset decided from the sniffed
+ * bytes, then parses them. */
+static int start_page(links_parser *p)
+{
+    const unsigned char *s = p->sniff;
+    size_t n = p->sniff_len, skip = 0;
+    int enc = -1;
+    if (n >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF) {
+        enc = E_UTF8, skip = 3;
+    } else if (n >= 2 && s[0] == 0xFF && s[1] == 0xFE) {
+        enc = E_U16LE, skip = 2;
+    } else if (n >= 2 && s[0] == 0xFE && s[1] == 0xFF) {
+        enc = E_U16BE, skip = 2;
+    }
+    if (enc >= 0) {
+        p->st.enc_source = LINKS_ENC_BOM;
+    } else if ((enc = label_lookup(p->header_label)) >= 0) {
+        p->st.enc_source = LINKS_ENC_HEADER;
+    } else if ((enc = prescan(s, n)) >= 0) {
+        p->st.enc_source = LINKS_ENC_META;
+    } else {
+        enc = E_UTF8;
+        p->st.enc_source = LINKS_ENC_DEFAULT;
+    }
+
+    if (encs[enc].mode == M_ICONV) {
+        p->cd = iconv_open("UTF-8", encs[enc].name);
+        if (p->cd == (iconv_t)-1) { /* this libc lacks it: the default */
+            enc = E_UTF8;
+            p->st.enc_source = LINKS_ENC_DEFAULT;
+        }
+    }
+    p->mode = encs[enc].mode;
+    p->unit = (enc == E_U16LE || enc == E_U16BE) ? 2 : 1;
+    p->st.encoding = encs[enc].name;
+
+    quiet q;
+    quiet_begin(&q);
+    int rc = 0;
+    htmlSAXHandler sax;
+    memset(&sax, 0, sizeof sax);
+    sax.startElement = on_start;
+    p->ctxt = htmlCreatePushParserCtxt(&sax, p, NULL, 0, NULL, XML_CHAR_ENCODING_NONE);
+    if (p->ctxt == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    htmlCtxtUseOptions(p->ctxt, HTML_PARSE_RECOVER | HTML_PARSE_NONET | HTML_PARSE_NOERROR |
+                                    HTML_PARSE_NOWARNING | HTML_PARSE_NODEFDTD |
+                                    HTML_PARSE_IGNORE_ENC);
+    p->ctxt->sax->serror = silent_structured;
+    p->ctxt->sax->initialized = XML_SAX2_MAGIC; /* so serror is used */
+    /* The pass-through UTF-8 handler: also keeps libxml2 from guessing. */
+    xmlCharEncodingHandlerPtr h = xmlFindCharEncodingHandler("UTF-8");
+    if (h == NULL || xmlSwitchToEncoding(p->ctxt, h) < 0)
+        rc = -ENOMEM;
+out:
+    quiet_end(&q);
+    if (rc < 0) {
+        if (p->ctxt != NULL) {
+            htmlFreeParserCtxt(p->ctxt);
+            p->ctxt = NULL;
+        }
+        p->st.truncated |= LINKS_TRUNC_NOMEM;
+        p->stopped = true;
+        return rc;
+    }
+    push(p, s + skip, n - skip);
+    return 0;
+}
+
+/* ---- API ------------------------------------------------------------------ */
+
+links_parser *links_new(const links_opts *o, links_cb cb, void *ud)
+{
+    links_opts d = {0};
+    if (o == NULL)
+        o = &d;
+    links_parser *p = cr_calloc(1, sizeof *p);
+    if (p == NULL)
+        return NULL;
+    p->max_links = o->max_links ? o->max_links : DEF_MAX_LINKS;
+    p->max_url = o->max_url ? o->max_url : DEF_MAX_URL;
+    if (p->max_url > MAX_MAX_URL)
+        p->max_url = MAX_MAX_URL;
+    p->max_bytes = o->max_bytes ? o->max_bytes : DEF_MAX_BYTES;
+    p->max_depth = o->max_depth ? o->max_depth : DEF_MAX_DEPTH;
+    if (p->max_depth > INT_MAX)
+        p->max_depth = INT_MAX;
+    p->max_attrs = o->max_attrs ? o->max_attrs : DEF_MAX_ATTRS;
+    if (p->max_attrs > UINT32_MAX - 1)
+        p->max_attrs = UINT32_MAX - 1;
+    p->cb = cb;
+    p->ud = ud;
+    p->cd = (iconv_t)-1;
+    p->url = cr_malloc(2 * p->max_url + 1);
+    p->base = cr_malloc(2 * p->max_url + 1);
+    if (o->agent != NULL && o->agent[0] != '\0')
+        p->agent = cr_strdup(o->agent);
+    if (p->url == NULL || p->base == NULL || (o->agent != NULL && o->agent[0] && !p->agent)) {
+        links_free(p);
+        return NULL;
+    }
+    links_reset(p, NULL);
+    return p;
+}
+
+void links_free(links_parser *p)
+{
+    if (p == NULL)
+        return;
+    links_reset(p, NULL);
+    cr_free(p->agent);
+    cr_free(p->url);
+    cr_free(p->base);
+    cr_free(p);
+}
+
+void links_reset(links_parser *p, const char *content_type)
+{
+    if (p->ctxt != NULL) {
+        htmlFreeParserCtxt(p->ctxt);
+        p->ctxt = NULL;
+    }
+    if (p->cd != (iconv_t)-1)
+        iconv_close(p->cd);
+    p->cd = (iconv_t)-1;
+    p->carry_len = 0;
+    p->blk_len = 0;
+    p->finished = false;
+    p->stopped = false;
+    p->mode = M_UTF8;
+    header_charset(content_type, p->header_label);
+    p->fed = 0;
+    p->sniff_len = 0;
+    p->base_seen = false;
+    p->base_ok = false;
+    p->base_len = 0;
+    p->robots = 0;
+    memset(&p->st, 0, sizeof p->st);
+    p->inert_depth = 0;
+    p->inert_name = NULL;
+    p->inert = false;
+    p->g_mask = 0;
+    p->g_lt = false;
+    p->g_run = 0;
+}
+
+int links_feed(links_parser *p, const char *chunk, size_t len)
+{
+    if (p == NULL || p->finished)
+        return -EINVAL;
+    int rc = 0;
+    p->st.bytes += len;
+    size_t room = p->max_bytes - p->fed;
+    if (len > room) {
+        len = room;
+        p->st.truncated |= LINKS_TRUNC_BYTES;
+        rc = -EFBIG;
+    }
+    p->fed += len;
+    const unsigned char *s = (const unsigned char *)chunk;
+    if (p->ctxt == NULL && !p->stopped) {
+        /* Hold bytes until the charset can be decided: 3 for a BOM when the
+         * header names a charset, else the prescan's 1024. */
+        size_t need = label_lookup(p->header_label) >= 0 ? 3 : SNIFF_MAX;
+        size_t k = need - p->sniff_len < len ? need - p->sniff_len : len;
+        memcpy(p->sniff + p->sniff_len, s, k);
+        p->sniff_len += k;
+        s += k;
+        len -= k;
+        if (p->sniff_len < need)
+            return rc;
+        int e = start_page(p);
+        if (e < 0)
+            return e;
+    }
+    push(p, s, len);
+    return rc;
+}
+
+int links_finish(links_parser *p)
+{
+    if (p == NULL || p->finished)
+        return -EINVAL;
+    p->finished = true;
+    if (p->ctxt == NULL && !p->stopped) {
+        int e = start_page(p);
+        if (e < 0)
+            return e;
+    }
+    if (p->stopped)
+        return 0;
+    if (p->carry_len > 0) { /* an incomplete sequence at the end */
+        char *in = (char *)p->carry;
+        size_t left = p->carry_len;
+        p->carry_len = 0;
+        while (left > 0 && !p->stopped)
+            iconv_skip(p, &in, &left);
+    }
+    blk_flush(p, 1);
+    return 0;
+}
+
+const char *links_base(const links_parser *p, size_t *len)
+{
+    if (len != NULL)
+        *len = p->base_ok ? p->base_len : 0;
+    return p->base_ok ? p->base : NULL;
+}
+
+unsigned links_robots(const links_parser *p) { return p->robots; }
+
+void links_stats_get(const links_parser *p, links_stats *out) { *out = p->st; }
+
+const char *links_drop_name(int reason)
+{
+    static const char *const names[LINKS_DROP__COUNT] = {
+        [LINKS_DROP_EMPTY] = "empty",         [LINKS_DROP_DATA] = "data",
+        [LINKS_DROP_TOO_LONG] = "too_long",   [LINKS_DROP_MAX_LINKS] = "max_links",
+        [LINKS_DROP_INERT] = "inert",
+    };
+    if (reason < 0 || reason >= LINKS_DROP__COUNT)
+        return "?";
+    return names[reason];
+}
+
+const char *links_trunc_name(unsigned bit)
+{
+    switch (bit) {
+    case LINKS_TRUNC_BYTES:
+        return "bytes";
+    case LINKS_TRUNC_DEPTH:
+        return "depth";
+    case LINKS_TRUNC_ATTRS:
+        return "attrs";
+    case LINKS_TRUNC_PARSER:
+        return "parser";
+    case LINKS_TRUNC_NOMEM:
+        return "nomem";
+    default:
+        return "?";
+    }
+}
+
+const char *links_class_name(links_class c)
+{
+    switch (c) {
+    case LINKS_NAVIGATION:
+        return "navigation";
+    case LINKS_REQUISITE:
+        return "requisite";
+    case LINKS_OTHER:
+        return "other";
+    default:
+        return "?";
+    }
+}
