@@ -1,0 +1,283 @@
+/* frontier/frontier: which URL to fetch next, and when.
+ *
+ * Per-host queues in priority order (depth, then row id = discovery order)
+ * holding at most max_in_memory URLs in all; the rest stay queued in SQLite
+ * (storage/db) and are read back per host in the same order when a host's
+ * queue runs dry. Hosts wait in a heap keyed by the time each may next be
+ * asked; among the hosts that are ready, the one whose next URL is the
+ * shallowest goes first, so the crawl stays close to breadth-first.
+ *
+ * Politeness, per host:
+ * - robots.txt first: before any other URL of a host is handed out (and when
+ *   its copy is older than robots_cache_s) the frontier hands out a robots
+ *   job for it; the daemon fetches it and calls frontier_robots_done().
+ *   2xx is parsed, 4xx allows all (RFC 9309 §2.3.1.3). A 5xx, 429 or no
+ *   answer is retried after backoff_ms × 2^(n-1) (or Retry-After) while the
+ *   host's URLs wait, queued, not dropped; after max_attempts such answers in
+ *   a row the host is treated as "disallow all" (RFC 9309 §2.3.1.4) for
+ *   robots_cache_s and its URLs are excluded. A host that had rules keeps
+ *   using them while a refetch fails. A URL the rules disallow is never
+ *   handed out: its row becomes DB_STATE_EXCLUDED and it is counted.
+ * - at most max_per_host jobs in flight (the robots job counts);
+ * - between two request starts at least
+ *       max(delay_ms, Crawl-delay, min(max_delay_ms, delay_factor × last_ms))
+ *   where last_ms is the host's most recent response time (Heritrix-like);
+ * - 429 and 503 pause the host until Retry-After (capped by
+ *   max_retry_after_s; backoff_ms × 2^(attempt-1) when absent) and retry the
+ *   URL then; other 5xx and network errors retry the URL after
+ *   backoff_ms × 2^(attempt-1); after max_attempts the row is failed with
+ *   the reason. host_max_failures failed requests in a row (5xx or network)
+ *   pause the host for backoff_ms × 2^(k-1) (k = such pauses in a row,
+ *   capped by max_retry_after_s); after max_attempts such pauses with no
+ *   answer in between, the host is given up and its URLs are failed without
+ *   a request ("host gave up").
+ *
+ * Durable state: handing a URL out sets its row to DB_STATE_IN_FLIGHT; its
+ * outcome is written with db_record_outcome (done, failed, or queued again
+ * for a retry, with the attempt count); disallowed URLs become excluded.
+ * These calls only enqueue. Limits max_pages and max_pages_per_host count
+ * distinct URLs handed out (rows already done or failed in SQLite count at
+ * frontier_new); at the limit no new URL is handed out (retries still are)
+ * and the rest stay queued in SQLite.
+ *
+ * Time: every call that needs the time takes now_ms from the caller's
+ * monotonic clock, so tests drive time without sleeping. The frontier stores
+ * no wall-clock time.
+ *
+ * Threads: every function may be called from any thread; one mutex guards
+ * the whole frontier. Under it the frontier reads SQLite through its own
+ * db_reader (readers never wait for the writer) but never calls a db_*
+ * function that enqueues or waits: db_set_state / db_record_outcome run
+ * after the mutex is released. So the daemon may call frontier_push() from a
+ * db_done_fn (the writer thread), and a frontier call that blocks on a full
+ * db queue holds no frontier lock. robots.txt bodies are parsed outside the
+ * lock too. Lock order: the frontier mutex is a leaf (nothing else is taken
+ * while it is held, but SQLite's reader).
+ *
+ * What the daemon does:
+ * 1. frontier_new() after db_open(); frontier_free() before db_close().
+ * 2. For every row it inserts in DB_STATE_QUEUED (seeds, links, redirect
+ *    targets) and that SQLite confirms as new, call frontier_push() once,
+ *    in any order, from any thread. A row never pushed waits until the next
+ *    run (frontier_new finds every queued row).
+ * 3. Loop: frontier_next(now). FRONTIER_JOB: fetch job.url; a robots job
+ *    (job.is_robots) is fetched following at most 5 redirects by the daemon
+ *    itself, then frontier_robots_done() with the final status and body
+ *    (status 3xx if the chain did not end, 0 when there was no answer); any
+ *    other job gets exactly one frontier_done() (or frontier_return() if it
+ *    was not fetched). FRONTIER_WAIT: sleep until *wake_ms (-1: until a
+ *    job finishes, a push, or frontier_resume). FRONTIER_DRAINED: nothing
+ *    queued anywhere and nothing in flight: the crawl is over (or idle in
+ *    daemon mode until the next push).
+ * 4. Redirects of ordinary jobs are the daemon's: it records the 3xx with
+ *    frontier_done() and inserts the Location as a new row (depth + 1). */
+#ifndef CRAWLD_FRONTIER_H
+#define CRAWLD_FRONTIER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/db.h"
+
+typedef struct frontier frontier;
+
+typedef struct frontier_opts {
+    bool obey_robots;
+    const char *robots_agent;   /* product token for robots.txt groups; copied;
+                                   NULL = only `*` groups apply */
+    int64_t robots_max_bytes;   /* of robots.txt parsed; 0 = ROBOTS_DEFAULT_MAX_BYTES */
+    int64_t robots_cache_s;     /* rules are refetched after this long */
+    int64_t delay_ms;           /* least time between two request starts */
+    double delay_factor;        /* adaptive term: factor × last response time */
+    int64_t max_delay_ms;       /* cap on the adaptive term */
+    int max_per_host;           /* jobs in flight per host, >= 1 */
+    int64_t max_retry_after_s;  /* cap on a Retry-After or failure pause */
+    int max_attempts;           /* per URL (and per robots.txt), >= 1 */
+    int64_t backoff_ms;         /* first retry delay, doubled each attempt */
+    int host_max_failures;      /* failed requests in a row that pause a host;
+                                   0 = never */
+    int64_t max_in_memory;      /* URLs held in memory in all, >= 1 */
+    int64_t max_pages;          /* distinct URLs handed out in all; 0 = no limit */
+    int64_t max_pages_per_host; /* 0 = no limit */
+} frontier_opts;
+
+/* crawl.toml's defaults: robots on (agent "crawld"), 512000 bytes, 24 h
+ * cache, delay 1000 ms, factor 2.0, cap 30000 ms, 1 per host, Retry-After
+ * cap 3600 s, 3 attempts, backoff 5000 ms, host_max_failures 10,
+ * max_in_memory 100000, no page limits. OUT: o */
+void frontier_opts_defaults(frontier_opts *o);
+
+/* A frontier over d's database: opens its own db_reader and reads the
+ * queued and finished row counts per host (one scan of the host index), so
+ * a resumed crawl starts with every host that has queued rows. d must stay
+ * open until frontier_free(). NULL on bad options, out of memory or a
+ * SQLite error, with a one-line message in err. Caller owns the result. */
+frontier *frontier_new(const frontier_opts *o, db *d, char *err, size_t errlen);
+/* Frees everything (no db_* call; in-flight rows stay in_flight in SQLite,
+ * which the next db_open resets to queued). */
+void frontier_free(frontier *f);
+
+/* A row SQLite confirmed new and queued: url (url_len bytes, canonical),
+ * host (NUL-terminated, as stored in the row), depth >= 0, kind (enum
+ * db_kind). Kept in memory when the budget allows, else left in SQLite for
+ * a later refill. A row the frontier already knows (read back from SQLite
+ * before its push arrived) is ignored. Returns 1 kept in memory, 0 left in
+ * SQLite or already known, -EINVAL bad argument, -ENOMEM (the host could not
+ * be created: the row waits until the next run). */
+int frontier_push(frontier *f, int64_t id, const char *url, size_t url_len, const char *host,
+                  int depth, int kind);
+
+typedef struct frontier_job {
+    int64_t id;         /* row id; 0 for a robots.txt job */
+    char *url;          /* owned by the job until done/return */
+    const char *host;   /* owned by the frontier; valid until frontier_free */
+    int depth;          /* 0 for a robots job */
+    int kind;           /* enum db_kind (DB_KIND_NAVIGATION for robots) */
+    int attempt;        /* 1 for the first try */
+    bool is_robots;
+    int64_t started_ms; /* the now_ms it was handed out at */
+} frontier_job;
+
+enum frontier_next_result {
+    FRONTIER_DRAINED = 0, /* nothing queued (memory or SQLite), nothing in flight */
+    FRONTIER_JOB = 1,     /* *job filled */
+    FRONTIER_WAIT = 2     /* nothing ready at now_ms; see *wake_ms */
+};
+
+/* The next job at now_ms (monotonic milliseconds), or why there is none.
+ * On FRONTIER_WAIT, *wake_ms (may be NULL) is the earliest time a host may
+ * be ready, or -1 when only a finishing job, a push or frontier_resume can
+ * change anything (also while paused). May read SQLite (refill) and, after
+ * releasing the lock, enqueue state changes. Returns an enum
+ * frontier_next_result, or < 0 (-ENOMEM, or a SQLite reader error).
+ * OUT: job, wake_ms */
+int frontier_next(frontier *f, int64_t now_ms, frontier_job *job, int64_t *wake_ms);
+
+enum frontier_fetch_error {
+    FRONTIER_ERR_NONE = 0,  /* an HTTP answer (status > 0) */
+    FRONTIER_ERR_NETWORK,   /* no answer, worth retrying: DNS, connect,
+                               reset, timeout */
+    FRONTIER_ERR_FATAL      /* no usable answer, not retried (e.g. a
+                               protocol error, a refused URL) */
+};
+
+typedef struct frontier_outcome {
+    int status;             /* final HTTP status; 0 = no answer */
+    int error;              /* enum frontier_fetch_error */
+    const char *error_text; /* stored with a failed or retried row; NULL = built
+                               from status/error */
+    int64_t response_ms;    /* request start to end of response; < 0 unknown */
+    int64_t retry_after_s;  /* Retry-After in seconds (an HTTP-date already
+                               converted); < 0 = absent */
+    int64_t bytes;          /* body bytes */
+    const char *content_type; /* NULL = none */
+} frontier_outcome;
+
+enum frontier_done_result {
+    FRONTIER_DONE_OK = 0,   /* row done (any 1xx-4xx answer but 429) */
+    FRONTIER_DONE_RETRY = 1,/* row queued again; retried after a backoff */
+    FRONTIER_DONE_FAILED = 2/* row failed: attempts used up, fatal error, or
+                               the host was given up */
+};
+
+/* Records the outcome of an ordinary job handed out by frontier_next and
+ * releases job (its url is freed, the struct zeroed). Returns an enum
+ * frontier_done_result, or -EINVAL (a robots job, or a job not in flight). */
+int frontier_done(frontier *f, frontier_job *job, const frontier_outcome *o, int64_t now_ms);
+
+/* The answer to a robots job (after the daemon followed up to 5 redirects):
+ * o->status and the body of the final response (body may be NULL when len
+ * is 0). Releases job. Returns 0, or -EINVAL / -ENOMEM (then the fetch
+ * counts as failed and is retried). */
+int frontier_robots_done(frontier *f, frontier_job *job, const frontier_outcome *o,
+                         const char *body, size_t len, int64_t now_ms);
+
+/* Gives back a job that was not fetched (shutdown, a cancelled transfer):
+ * the URL is queued again at once, no attempt counted; a robots job is
+ * simply forgotten. Releases job. 0, or -EINVAL. */
+int frontier_return(frontier *f, frontier_job *job);
+
+/* Stops / restarts handing out jobs (POST /v1/pause, /v1/resume). Outcomes
+ * are still recorded while paused. */
+void frontier_pause(frontier *f);
+void frontier_resume(frontier *f);
+
+typedef struct frontier_stats {
+    int64_t mem_entries;      /* URLs held in memory (queues and retries) */
+    int64_t mem_peak;         /* the most ever held */
+    int64_t max_in_memory;
+    int64_t hosts;            /* known hosts */
+    int64_t hosts_active;     /* with URLs queued in memory or SQLite */
+    int64_t hosts_ready;      /* ready at the last frontier_next */
+    int64_t hosts_waiting;    /* waiting for their next allowed time */
+    int64_t in_flight;        /* jobs out, robots jobs included */
+    int64_t robots_in_flight;
+    int64_t jobs;             /* URL jobs handed out (retries included) */
+    int64_t pages;            /* distinct URLs handed out (counts for max_pages) */
+    int64_t done;             /* rows finished done */
+    int64_t retries;          /* retries scheduled */
+    int64_t failed;           /* rows finished failed */
+    int64_t robots_jobs;
+    int64_t robots_fetch_failures; /* 5xx, 429 or no answer */
+    int64_t robots_allowed;   /* URLs checked and allowed */
+    int64_t robots_disallowed;/* URLs excluded by a rule */
+    int64_t robots_unavailable; /* URLs excluded because robots.txt stayed unreachable */
+    int64_t retry_after_pauses; /* 429 / 503 pauses */
+    int64_t failure_pauses;   /* host_max_failures pauses */
+    int64_t hosts_given_up;
+    int64_t politeness_waits; /* times a host with work waited for its delay */
+    int64_t limit_skipped;    /* URLs not handed out because of max_pages(_per_host) */
+    int64_t pushes;           /* frontier_push calls */
+    int64_t pushes_dropped;   /* left in SQLite because memory was full */
+    int64_t pushes_known;     /* already known (read back before the push) */
+    int64_t refills;          /* per-host SQLite reads */
+    int64_t refill_rows;      /* URLs those reads brought into memory */
+    int64_t evictions;        /* URLs dropped from memory to make room */
+    int64_t db_errors;        /* db_* calls that failed */
+    bool paused;
+    bool limit_reached;       /* max_pages reached */
+} frontier_stats;
+
+/* A consistent snapshot of the counters. OUT: st */
+void frontier_get_stats(frontier *f, frontier_stats *st);
+
+enum frontier_robots_state {
+    FRONTIER_ROBOTS_NONE = 0,   /* not fetched yet (or obey_robots off) */
+    FRONTIER_ROBOTS_FETCHING,
+    FRONTIER_ROBOTS_RULES,      /* rules in use */
+    FRONTIER_ROBOTS_RETRYING    /* unreachable, retried later; URLs wait */
+};
+
+typedef struct frontier_host_stats {
+    const char *host;         /* owned by the frontier */
+    int64_t queued_mem;       /* in memory (queue + retries) */
+    int64_t retries_waiting;
+    bool more_in_db;          /* SQLite may hold more queued URLs */
+    int in_flight;
+    int64_t pages;
+    int64_t jobs;
+    int64_t next_ok_ms;       /* earliest next request start (politeness) */
+    int64_t paused_until_ms;  /* Retry-After or failure pause; 0 = none */
+    int64_t last_response_ms; /* -1 = none yet */
+    int64_t delay_ms;         /* the spacing now in force */
+    long crawl_delay_ms;      /* robots.txt Crawl-delay; -1 = none */
+    int robots_state;         /* enum frontier_robots_state */
+    int64_t robots_allowed, robots_disallowed;
+    int64_t politeness_waits;
+    int64_t retries, failed;
+    int fail_streak;
+    bool given_up;
+    bool capped;              /* max_pages_per_host reached */
+} frontier_host_stats;
+
+/* One host's figures. 0, or -ENOENT for a host the frontier does not know.
+ * OUT: out */
+int frontier_host_stats_get(frontier *f, const char *host, frontier_host_stats *out);
+/* Calls cb for every host (in no particular order) under the frontier lock:
+ * cb must be quick and must not call frontier_*; a non-zero return stops.
+ * Returns the number of hosts visited. */
+size_t frontier_foreach_host(frontier *f, int (*cb)(void *ud, const frontier_host_stats *hs),
+                             void *ud);
+
+#endif
