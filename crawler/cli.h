@@ -34,5 +34,7 @@ int cli_bad_option(const char *cmd, const char *opt);
 int cmd_check_config(int argc, char **argv);
 int cmd_canon(int argc, char **argv);
 int cmd_dedup(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 #endif

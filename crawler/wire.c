@@ -1,6 +1,9 @@
 /* crawler/wire: configuration -> module options. */
 #include "wire.h"
 
+#include <stdio.h>
+#include <string.h>
+
 void wire_url_policy(const crawl_config *c, url_policy *out)
 {
     url_policy_defaults(out);
@@ -19,4 +22,87 @@ void wire_bloom_params(const crawl_config *c, bloom_params *out)
     out->shards = (unsigned)c->dedup.shards;
     out->growth = c->dedup.growth;
     out->tightening = c->dedup.tightening;
+}
+
+void wire_db_opts(const crawl_config *c, db_opts *out)
+{
+    out->cache_mb = (int)c->storage.sqlite_cache_mb;
+    out->batch_size = (int)c->storage.batch_size;
+    out->queue_cap = 0;
+}
+
+void wire_fetch_opts(const crawl_config *c, fetch_opts *out)
+{
+    memset(out, 0, sizeof *out);
+    out->threads = (unsigned)c->fetch.threads;
+    out->connections = (unsigned)c->fetch.connections;
+    if (out->connections < out->threads)
+        out->connections = out->threads;
+    out->connect_timeout_ms = (long)c->fetch.connect_timeout_ms;
+    out->timeout_ms = (long)c->fetch.timeout_ms;
+    out->low_speed_bytes = (long)c->fetch.low_speed_bytes;
+    out->low_speed_time_s = (long)c->fetch.low_speed_time_s;
+    out->max_body_bytes = (uint64_t)c->fetch.max_body_bytes;
+    out->max_header_bytes = (uint64_t)c->fetch.max_header_bytes;
+    out->http2 = c->fetch.http2;
+    out->user_agent = c->crawl.user_agent;
+    out->resolve = (const char *const *)c->fetch.resolve.v;
+    out->nresolve = c->fetch.resolve.n;
+    out->proxy = NULL;
+    out->keep_request = c->archive.warc;
+}
+
+void wire_frontier_opts(const crawl_config *c, frontier_opts *out)
+{
+    frontier_opts_defaults(out);
+    out->obey_robots = c->politeness.obey_robots;
+    out->robots_agent = c->crawl.robots_agent;
+    out->robots_max_bytes = c->politeness.robots_max_bytes;
+    out->robots_cache_s = c->politeness.robots_cache_s;
+    out->delay_ms = c->politeness.delay_ms;
+    out->delay_factor = c->politeness.delay_factor;
+    out->max_delay_ms = c->politeness.max_delay_ms;
+    out->max_per_host = (int)c->politeness.max_per_host;
+    out->max_retry_after_s = c->politeness.max_retry_after_s;
+    out->max_attempts = (int)c->politeness.max_attempts;
+    out->backoff_ms = c->politeness.backoff_ms;
+    out->max_in_memory = c->frontier.max_in_memory;
+    out->max_pages = c->crawl.max_pages;
+    out->max_pages_per_host = c->crawl.max_pages_per_host;
+}
+
+void wire_scope_opts(const crawl_config *c, scope_opts *out)
+{
+    scope_opts_defaults(out);
+    out->mode = c->crawl.scope; /* enum crawl_scope and scope_mode agree */
+    out->include = (const char *const *)c->crawl.include.v;
+    out->n_include = c->crawl.include.n;
+    out->exclude = (const char *const *)c->crawl.exclude.v;
+    out->n_exclude = c->crawl.exclude.n;
+    out->fetch_requisites = c->crawl.fetch_requisites;
+    out->max_depth = c->crawl.max_depth;
+    out->max_url_length = c->canon.max_url_bytes;
+    out->max_path_depth = c->crawl.max_path_depth;
+    out->max_repeated_segment = c->crawl.max_repeated_segment;
+    out->max_query_params = c->crawl.max_query_params;
+}
+
+void wire_links_opts(const crawl_config *c, links_opts *out)
+{
+    memset(out, 0, sizeof *out);
+    out->max_bytes = (size_t)c->fetch.max_body_bytes;
+    out->agent = c->crawl.robots_agent;
+}
+
+void wire_warc_opts(const crawl_config *c, char *archive_dir, size_t len, warc_opts *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->archive.dir[0] == '/')
+        snprintf(archive_dir, len, "%s", c->archive.dir);
+    else
+        snprintf(archive_dir, len, "%s/%s", c->storage.state_dir, c->archive.dir);
+    out->dir = archive_dir;
+    out->prefix = c->archive.prefix;
+    out->max_file_bytes = (uint64_t)c->archive.max_file_bytes;
+    out->revisits = c->archive.revisits;
 }

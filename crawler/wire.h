@@ -7,9 +7,22 @@
 
 #include "config/config.h"
 #include "crawler/url.h"
+#include "crawler/fetch.h"
+#include "crawler/links.h"
 #include "dedup/bloom.h"
+#include "frontier/frontier.h"
+#include "frontier/scope.h"
+#include "storage/db.h"
+#include "storage/warc.h"
 
 void wire_url_policy(const crawl_config *c, url_policy *out /* OUT */);
 void wire_bloom_params(const crawl_config *c, bloom_params *out /* OUT */);
+void wire_db_opts(const crawl_config *c, db_opts *out /* OUT */);
+void wire_fetch_opts(const crawl_config *c, fetch_opts *out /* OUT */);
+void wire_frontier_opts(const crawl_config *c, frontier_opts *out /* OUT */);
+void wire_scope_opts(const crawl_config *c, scope_opts *out /* OUT */);
+void wire_links_opts(const crawl_config *c, links_opts *out /* OUT */);
+/* archive_dir receives state_dir/archive.dir (or archive.dir if absolute). */
+void wire_warc_opts(const crawl_config *c, char *archive_dir, size_t len, warc_opts *out /* OUT */);
 
 #endif
