@@ -36,5 +36,7 @@ int cmd_canon(int argc, char **argv);
 int cmd_links(int argc, char **argv);
 int cmd_robots(int argc, char **argv);
 int cmd_dedup(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 #endif

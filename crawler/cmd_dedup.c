@@ -242,8 +242,8 @@ static int dedup_stream(run *r)
         }
         size_t hoff = 0, hlen = 0;
         url_host(out.data, out.len, &hoff, &hlen);
-        db_url row = { .host = out.data + hoff, .host_len = hlen, .kind = DB_KIND_SEED,
-                       .state = DB_STATE_SEEN_ONLY };
+        verifier_row row = { .u = { .host = out.data + hoff, .host_len = hlen,
+                                    .kind = DB_KIND_SEED, .state = DB_STATE_SEEN_ONLY } };
         int res = seen_test(r->s, out.data, out.len, true, &row);
         if (res < 0) {
             char msg[256];
@@ -285,7 +285,10 @@ static int dedup_stream(run *r)
     fprintf(stderr, "crawld dedup: %llu lines, %llu URLs, %llu lines rejected (not URLs)%s\n",
             (unsigned long long)lineno, (unsigned long long)c.keys, (unsigned long long)rejected,
             stop_signal ? ", stopped by a signal" : "");
-    summary_dedup_print(stderr, &c, &b);
+    json_t *j = summary_dedup_json(&c, &b);
+    if (j)
+        summary_dedup_print(stderr, j);
+    json_decref(j);
     if (r->stats_json && write_json(r->stats_json, &c, &b, lineno, rejected) < 0)
         rc = 1;
     if (stop_signal && rc == 0)

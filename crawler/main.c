@@ -16,10 +16,9 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    { "run", NULL, "crawl from the seeds until the frontier drains (or as a daemon)",
-      "the daemon (issue 7)" },
+    { "run", cmd_run, "crawl from the seeds until the frontier drains (or as a daemon)", NULL },
     { "dedup", cmd_dedup, "dedup a URL stream on stdin; report what each layer skipped", NULL },
-    { "stats", NULL, "print the figures of a finished or running crawl", "the daemon (issue 7)" },
+    { "stats", cmd_stats, "print the figures of a finished or running crawl", NULL },
     { "report", NULL, "write an HTML report of a crawl", "the crawl report (issue 10)" },
     { "check-config", cmd_check_config, "validate a configuration and print the effective one",
       NULL },

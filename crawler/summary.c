@@ -1,39 +1,34 @@
-/* crawler/summary: dedup layer table and JSON. */
+/* crawler/summary: dedup and crawl figures, JSON in, text out. */
 #include "summary.h"
 
-static double pct(uint64_t part, uint64_t whole)
+#include <string.h>
+
+static long long geti(const json_t *o, const char *path)
 {
-    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+    /* path: "a" or "a.b" */
+    char key[64];
+    const char *dot = strchr(path, '.');
+    if (dot) {
+        snprintf(key, sizeof key, "%.*s", (int)(dot - path), path);
+        return geti(json_object_get(o, key), dot + 1);
+    }
+    return (long long)json_integer_value(json_object_get(o, path));
 }
 
-void summary_dedup_print(FILE *f, const seen_counters *c, const bloom_stats *b)
+static double getf(const json_t *o, const char *path)
 {
-    uint64_t fresh = c->new_bloom + c->new_verified;
-    uint64_t dups = c->dup_trusted + c->dup_recent + c->dup_verified;
-    fprintf(f, "  %-34s %12s %8s\n", "decision (layer)", "URLs", "share");
-    fprintf(f, "  %-34s %12llu %7.2f%%\n", "new: Bloom said NO", (unsigned long long)c->new_bloom,
-            pct(c->new_bloom, c->keys));
-    fprintf(f, "  %-34s %12llu %7.2f%%\n", "new: false positive caught (SQLite)",
-            (unsigned long long)c->new_verified, pct(c->new_verified, c->keys));
-    fprintf(f, "  %-34s %12llu %7.2f%%\n", "duplicate: Bloom MAYBE trusted",
-            (unsigned long long)c->dup_trusted, pct(c->dup_trusted, c->keys));
-    fprintf(f, "  %-34s %12llu %7.2f%%\n", "duplicate: recent cache",
-            (unsigned long long)c->dup_recent, pct(c->dup_recent, c->keys));
-    fprintf(f, "  %-34s %12llu %7.2f%%\n", "duplicate: SQLite", (unsigned long long)c->dup_verified,
-            pct(c->dup_verified, c->keys));
-    fprintf(f, "  %-34s %12llu\n", "total new", (unsigned long long)fresh);
-    fprintf(f, "  %-34s %12llu %7.2f%%\n", "total duplicates skipped", (unsigned long long)dups,
-            pct(dups, c->keys));
-    if (c->errors)
-        fprintf(f, "  %-34s %12llu\n", "verifier errors", (unsigned long long)c->errors);
-    fprintf(f, "  false-positive rate: observed %.4f%% (%llu of %llu new URLs checked), "
-               "bound %.4f%%, predicted from fill %.4f%%\n",
-            100.0 * seen_observed_fpr(c), (unsigned long long)c->new_verified,
-            (unsigned long long)c->checked_new, 100.0 * b->fpr_bound, 100.0 * b->fpr_model);
-    fprintf(f, "  Bloom filter: %u shards, %u stages (%u..%u per shard), fill %.3f, "
-               "%.2f bits/URL, %.1f MiB\n",
-            b->shards, b->stages_total, b->stages_min, b->stages_max, b->fill, b->bits_per_item,
-            (double)b->memory_bytes / 1048576.0);
+    char key[64];
+    const char *dot = strchr(path, '.');
+    if (dot) {
+        snprintf(key, sizeof key, "%.*s", (int)(dot - path), path);
+        return getf(json_object_get(o, key), dot + 1);
+    }
+    return json_number_value(json_object_get(o, path));
+}
+
+static double pct(long long part, long long whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
 json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
@@ -55,4 +50,65 @@ json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
                      "count", (json_int_t)b->count, "bits", (json_int_t)b->bits,
                      "fill", b->fill, "bits_per_item", b->bits_per_item,
                      "memory_bytes", (json_int_t)b->memory_bytes);
+}
+
+static void row(FILE *f, const char *label, long long n, long long whole)
+{
+    fprintf(f, "  %-36s %12lld %7.2f%%\n", label, n, pct(n, whole));
+}
+
+void summary_dedup_print(FILE *f, const json_t *d)
+{
+    long long urls = geti(d, "urls");
+    long long fresh = geti(d, "new.bloom_no") + geti(d, "new.false_positive_caught");
+    long long dups = geti(d, "duplicate.bloom_maybe_trusted") + geti(d, "duplicate.recent_cache") +
+                     geti(d, "duplicate.sqlite");
+    fprintf(f, "  %-36s %12s %8s\n", "decision (layer)", "URLs", "share");
+    row(f, "new: Bloom said NO", geti(d, "new.bloom_no"), urls);
+    row(f, "new: false positive caught (SQLite)", geti(d, "new.false_positive_caught"), urls);
+    row(f, "duplicate: Bloom MAYBE trusted", geti(d, "duplicate.bloom_maybe_trusted"), urls);
+    row(f, "duplicate: recent cache", geti(d, "duplicate.recent_cache"), urls);
+    row(f, "duplicate: SQLite", geti(d, "duplicate.sqlite"), urls);
+    row(f, "total new", fresh, urls);
+    row(f, "total duplicates skipped", dups, urls);
+    if (geti(d, "errors"))
+        fprintf(f, "  %-36s %12lld\n", "verifier errors", geti(d, "errors"));
+    fprintf(f, "  false-positive rate: observed %.4f%% (%lld of %lld new URLs checked), "
+               "bound %.4f%%, predicted from fill %.4f%%\n",
+            100.0 * getf(d, "fpr.observed"), geti(d, "new.false_positive_caught"),
+            geti(d, "checked_new"), 100.0 * getf(d, "fpr.bound"), 100.0 * getf(d, "fpr.predicted"));
+    fprintf(f, "  Bloom filter: %lld shards, %lld stages, fill %.3f, %.2f bits/URL, %.1f MiB\n",
+            geti(d, "bloom.shards"), geti(d, "bloom.stages"), getf(d, "bloom.fill"),
+            getf(d, "bloom.bits_per_item"), (double)geti(d, "bloom.memory_bytes") / 1048576.0);
+}
+
+void summary_crawl_print(FILE *f, const json_t *st)
+{
+    double secs = getf(st, "elapsed_s");
+    long long pages = geti(st, "pages");
+    fprintf(f, "crawl: %lld pages in %.1f s (%.1f pages/s), %lld fetch errors, %.1f MiB%s\n",
+            pages, secs, secs > 0 ? (double)pages / secs : 0.0, geti(st, "fetch_errors"),
+            (double)geti(st, "bytes") / 1048576.0,
+            json_is_true(json_object_get(st, "done")) ? ", frontier drained" : "");
+    fprintf(f, "  status:");
+    const json_t *by = json_object_get(st, "pages_by_status");
+    const char *code;
+    const json_t *n;
+    json_object_foreach((json_t *)by, code, n) fprintf(f, " %s:%lld", code,
+                                                       (long long)json_integer_value(n));
+    fputc('\n', f);
+    fprintf(f, "  links: %lld extracted, %lld rejected by canonicalization, %lld outside scope "
+               "or limits, %lld nofollow skipped; %lld redirects (%lld past max_redirects)\n",
+            geti(st, "links"), geti(st, "links_rejected"), geti(st, "links_out_of_scope"),
+            geti(st, "nofollow_skipped"), geti(st, "redirects"), geti(st, "redirects_too_long"));
+    fprintf(f, "  frontier: %lld done, %lld failed, %lld retries, %lld excluded by robots.txt, "
+               "%lld politeness waits, %lld queued in memory, %lld hosts active\n",
+            geti(st, "frontier.done"), geti(st, "frontier.failed"), geti(st, "frontier.retries"),
+            geti(st, "frontier.robots_excluded"), geti(st, "frontier.politeness_waits"),
+            geti(st, "frontier.memory"), geti(st, "frontier.hosts_active"));
+    if (json_object_get(st, "archive"))
+        fprintf(f, "  archive: %lld responses, %lld revisits (duplicate content)\n",
+                geti(st, "archive.responses"), geti(st, "archive.revisits"));
+    fprintf(f, "dedup:\n");
+    summary_dedup_print(f, json_object_get(st, "dedup"));
 }

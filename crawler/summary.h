@@ -1,6 +1,7 @@
-/* crawler/summary: the dedup figures users read, as a text table and as
- * JSON, from the seen-test counters and the Bloom filter's stats. One
- * implementation serves `crawld dedup`, `crawld run` and `crawld stats`. */
+/* crawler/summary: the figures users read, as JSON and as text. The JSON
+ * is the one form: `crawld run` stores it in the database as it goes, GET
+ * /v1/status serves it, and the text tables printed by `crawld dedup`,
+ * `crawld run` and `crawld stats` are all rendered from it, so they agree. */
 #ifndef CRAWLD_SUMMARY_H
 #define CRAWLD_SUMMARY_H
 
@@ -10,8 +11,12 @@
 #include "dedup/bloom.h"
 #include "dedup/seen.h"
 
-void summary_dedup_print(FILE *f, const seen_counters *c, const bloom_stats *b);
-/* New reference; NULL when memory runs out. */
+/* The dedup layers, FPR and Bloom figures. New reference; NULL: no memory. */
 json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b);
+/* Prints the dedup table from summary_dedup_json's object. */
+void summary_dedup_print(FILE *f, const json_t *dedup);
+/* Prints the crawl outcome, then the dedup table, from a crawl status
+ * object (crawl_status_json); missing fields print as 0. */
+void summary_crawl_print(FILE *f, const json_t *status);
 
 #endif

@@ -60,10 +60,10 @@ static void give_reader(verifier *v, db_reader *rd)
 static int record_new(void *ctx, const char *key, size_t len, void *row)
 {
     verifier *v = ctx;
-    db_url *u = row;
-    u->url = key;
-    u->url_len = len;
-    return db_insert_url(v->d, u, NULL, NULL);
+    verifier_row *r = row;
+    r->u.url = key;
+    r->u.url_len = len;
+    return db_insert_url(v->d, &r->u, r->on_new, r->ud);
 }
 
 static int check_insert(void *ctx, const char *key, size_t len, void *row)
@@ -71,15 +71,15 @@ static int check_insert(void *ctx, const char *key, size_t len, void *row)
     verifier *v = ctx;
     db_reader *rd = take_reader(v);
     if (rd != NULL) {
-        int found = db_reader_exists(rd, key, len, NULL);
+        int found = db_reader_exists(rd, key, len, &((verifier_row *)row)->id);
         give_reader(v, rd);
         if (found == 1)
             return 0;
     }
-    db_url *u = row;
-    u->url = key;
-    u->url_len = len;
-    return db_insert_url_wait(v->d, u, NULL);
+    verifier_row *r = row;
+    r->u.url = key;
+    r->u.url_len = len;
+    return db_insert_url_wait(v->d, &r->u, &r->id);
 }
 
 seen_verifier verifier_iface(verifier *v)

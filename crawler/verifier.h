@@ -5,8 +5,7 @@
  * duplicate, cheaply. Only when no committed row exists does it insert and
  * wait for the commit, so SQLite's UNIQUE constraint gives the final answer
  * also for a row still queued behind the writer. Read connections are kept
- * in a small pool, so any thread may call it. The row passed to seen_test
- * must be a db_url whose url fields the verifier fills from the key. */
+ * in a small pool, so any thread may call it. */
 #ifndef CRAWLD_VERIFIER_H
 #define CRAWLD_VERIFIER_H
 
@@ -14,6 +13,15 @@
 #include "storage/db.h"
 
 typedef struct verifier verifier;
+
+/* The row seen_test passes through to the verifier. */
+typedef struct verifier_row {
+    db_url u;            /* everything but url/url_len, which the key fills */
+    db_done_fn on_new;   /* record_new's insert reports here (writer thread,
+                            after COMMIT); may be NULL */
+    void *ud;
+    int64_t id;          /* OUT of check_insert: the row's id */
+} verifier_row;
 
 /* NULL when memory runs out. Free with verifier_free() before db_close(). */
 verifier *verifier_new(db *d);

@@ -80,11 +80,11 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "CREATE INDEX urls_host_state ON urls(host, state, depth, id) WHERE " INDEXED ";",
 };
 
-enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH };
+enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META };
 
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_INSERT, ST_FIND, ST_GETSTATE,
-    ST_OUTCOME, ST_SETSTATE, ST_COUNT
+    ST_OUTCOME, ST_SETSTATE, ST_META, ST_COUNT
 };
 
 static const char *const writer_sql[ST_COUNT] = {
@@ -99,6 +99,7 @@ static const char *const writer_sql[ST_COUNT] = {
                    " fetch_ms = ?5, attempts = ?6, fetched_at = ?7, error = ?8,"
                    " content_type = ?9 WHERE id = ?1",
     [ST_SETSTATE] = "UPDATE urls SET state = ?2 WHERE id = ?1",
+    [ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
 };
 
 /* A caller waiting for `pending` of its ops (on its stack; guarded by mu). */
@@ -166,7 +167,7 @@ struct db {
 
 enum {
     RST_EXISTS, RST_MAXID, RST_SCAN, RST_Q_SAME, RST_Q_DEEPER, RST_QH_SAME,
-    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_COUNT
+    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_COUNT
 };
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts"
@@ -186,6 +187,7 @@ static const char *const reader_sql[RST_COUNT] = {
                   " GROUP BY host, state ORDER BY host, state",
     [RST_HOST1] = "SELECT host, state, count(*) FROM urls WHERE " INDEXED
                   " AND host = ?1 GROUP BY host, state",
+    [RST_META] = "SELECT value FROM meta WHERE key = ?1",
 };
 
 struct db_reader {
@@ -953,6 +955,31 @@ int db_set_state(db *d, int64_t id, int state)
     return enqueue(d, &o);
 }
 
+int db_put_meta(db *d, const char *key, const char *value)
+{
+    struct op o;
+    size_t kl, vl;
+    char *m;
+
+    if (key == NULL || value == NULL || strcmp(key, "schema_version") == 0)
+        return -EINVAL;
+    kl = strlen(key);
+    vl = strlen(value);
+    if (kl > DB_HOST_MAX || vl > DB_URL_MAX)
+        return -E2BIG;
+    m = cr_malloc(kl + vl + 2);
+    if (m == NULL)
+        return -ENOMEM;
+    memcpy(m, key, kl + 1);
+    memcpy(m + kl + 1, value, vl + 1);
+    memset(&o, 0, sizeof o);
+    o.type = OP_META;
+    o.url = m;
+    o.error = m + kl + 1;
+    o.mem = m;
+    return enqueue(d, &o);
+}
+
 int db_flush(db *d)
 {
     struct op o;
@@ -1114,6 +1141,13 @@ static int apply_batch(db *d, struct op *batch, size_t n)
         case OP_INSERT:
             what = "inserting a URL";
             rc = apply_insert(d, o);
+            break;
+        case OP_META:
+            what = "writing a meta value";
+            sqlite3_bind_text(d->st[ST_META], 1, o->url, -1, SQLITE_STATIC);
+            sqlite3_bind_text(d->st[ST_META], 2, o->error, -1, SQLITE_STATIC);
+            rc = step_done(d->st[ST_META]);
+            o->status = 0;
             break;
         case OP_OUTCOME:
         case OP_STATE:
@@ -1331,6 +1365,24 @@ int db_reader_exists(db_reader *rd, const char *url, size_t url_len, int64_t *id
     if (rc == SQLITE_ROW)
         return 1;
     return rc == SQLITE_DONE ? 0 : sql_errno(rc);
+}
+
+int db_reader_get_meta(db_reader *rd, const char *key, char *buf, size_t len)
+{
+    sqlite3_stmt *s = rd->st[RST_META];
+    int rc;
+
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(s, 0);
+        msg(buf, len, "%s", v ? v : "");
+        rc = 0;
+    } else {
+        rc = rc == SQLITE_DONE ? -ENOENT : sql_errno(rc);
+    }
+    sqlite3_reset(s);
+    return rc;
 }
 
 int db_reader_max_id(db_reader *rd, int64_t *id)

@@ -149,6 +149,10 @@ int db_record_outcome(db *d, int64_t id, const db_outcome *o);
 /* Queues a state change of row id (e.g. to DB_STATE_IN_FLIGHT). */
 int db_set_state(db *d, int64_t id, int state);
 
+/* Queues key = value into the meta table (e.g. the daemon's counters for
+ * `crawld stats`); both copied; "schema_version" is refused (-EINVAL). */
+int db_put_meta(db *d, const char *key, const char *value);
+
 /* Returns once everything queued before it is committed and its callbacks
  * ran: 0, or the first error the writer met since the previous db_flush()
  * (db_last_error() has the message). */
@@ -183,6 +187,10 @@ void db_reader_free(db_reader *rd);
 
 /* 1 if url has a row (its id in *id, may be NULL), 0 if not, < 0 error. OUT: id */
 int db_reader_exists(db_reader *rd, const char *url, size_t url_len, int64_t *id);
+
+/* The meta value of key into buf (NUL-terminated, truncated to len).
+ * 0, -ENOENT when there is none, < 0 error. OUT: buf */
+int db_reader_get_meta(db_reader *rd, const char *key, char *buf, size_t len);
 
 /* The largest row id (0 for an empty table). OUT: id */
 int db_reader_max_id(db_reader *rd, int64_t *id);

@@ -172,6 +172,27 @@ static void test_create_and_reopen(void **state)
     assert_int_equal(db_close(d), 0);
 }
 
+static void test_meta_values(void **state)
+{
+    fixture *f = *state;
+    char buf[64], err[256];
+    db *d = open_ok(f->state, NULL);
+
+    assert_int_equal(db_put_meta(d, "stats", "{\"pages\": 1}"), 0);
+    assert_int_equal(db_put_meta(d, "stats", "{\"pages\": 2}"), 0);
+    assert_int_equal(db_put_meta(d, "schema_version", "9"), -EINVAL);
+    assert_int_equal(db_flush(d), 0);
+    db_reader *rd = db_reader_open(d, err, sizeof err);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_get_meta(rd, "stats", buf, sizeof buf), 0);
+    assert_string_equal(buf, "{\"pages\": 2}");
+    assert_int_equal(db_reader_get_meta(rd, "nothing", buf, sizeof buf), -ENOENT);
+    assert_int_equal(db_reader_get_meta(rd, "schema_version", buf, sizeof buf), 0);
+    assert_string_equal(buf, "1");
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+}
+
 static void test_wal_mode(void **state)
 {
     fixture *f = *state;
@@ -1337,6 +1358,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
         T(test_create_and_reopen),
         T(test_wal_mode),
+        T(test_meta_values),
         T(test_newer_schema_refused),
         T(test_foreign_sqlite_refused),
         T(test_garbage_file_refused),

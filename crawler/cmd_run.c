@@ -1,0 +1,235 @@
+/* crawler/cmd_run: `crawld run`, the crawl daemon's command.
+ *
+ * Signals are blocked in every thread and taken by one signal thread
+ * (sigwait): SIGINT/SIGTERM stop the crawl gracefully, a second one aborts
+ * in-flight fetches; SIGHUP re-reads crawl.seeds_file. A progress thread
+ * redraws a status line on a terminal, or logs a line every 10 s. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "crawler/control.h"
+#include "crawler/crawl.h"
+
+static const char usage[] =
+    "usage: crawld run [-c FILE] [--set K=V]... [--seeds FILE]\n"
+    "\n"
+    "Crawls from the seeds (crawl.seeds, crawl.seeds_file and --seeds FILE, one\n"
+    "URL per line) until the frontier is drained, then prints a summary of the\n"
+    "crawl and of every dedup layer, and exits 0. With crawl.daemon = true it\n"
+    "keeps running, taking seeds from the control API (POST /v1/seeds) or from\n"
+    "seeds_file on SIGHUP. SIGINT/SIGTERM stop handing out URLs, let in-flight\n"
+    "fetches finish (10 s grace), flush the database, snapshot the Bloom filter\n"
+    "and exit 0; a second signal aborts the in-flight fetches. Running again on\n"
+    "the same storage.state_dir resumes the crawl.\n"
+    "\n"
+    "  --seeds FILE   more seed URLs, one per line\n"
+    "  -c FILE        configuration (default ./crawl.toml if present)\n"
+    "  --set K=V      override an option, e.g. --set fetch.threads=4\n";
+
+typedef struct runner {
+    crawl *c;
+    const crawl_config *cfg;
+    pthread_t sig_thread, progress_thread;
+    volatile int quit;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+} runner;
+
+static int add_seed_file(crawl *c, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "crawld run: cannot read seeds file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long lineno = 0, added = 0;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
+            n--;
+        if (n == 0 || line[0] == '#')
+            continue;
+        char why[128];
+        int rc = crawl_add_seed(c, line, (size_t)n, why, sizeof why);
+        if (rc == -EINVAL)
+            fprintf(stderr, "crawld run: %s:%ld: seed rejected: %s\n", path, lineno, why);
+        else if (rc > 0)
+            added++;
+    }
+    free(line);
+    fclose(f);
+    return (int)added;
+}
+
+static void *signal_main(void *arg)
+{
+    runner *r = arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig == SIGUSR1)
+            return NULL; /* the run is over */
+        if (sig == SIGHUP) {
+            if (r->cfg->crawl.seeds_file[0])
+                add_seed_file(r->c, r->cfg->crawl.seeds_file);
+            continue;
+        }
+        fprintf(stderr, "\ncrawld: %s: %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                "stopping (a second signal aborts in-flight fetches)");
+        crawl_stop(r->c);
+    }
+}
+
+static void print_status(crawl *c, FILE *f, bool tty)
+{
+    crawl_status st;
+    crawl_status_get(c, &st);
+    uint64_t dups = st.dedup.dup_trusted + st.dedup.dup_recent + st.dedup.dup_verified;
+    double dup_pct = st.dedup.keys ? 100.0 * (double)dups / (double)st.dedup.keys : 0.0;
+    fprintf(f,
+            "%s%6.0fs pages %llu (%.1f/s) frontier %lld+%lld hosts %lld dup-skip %.1f%% "
+            "FPR %.4f%% (bound %.2f%%) fill %.3f%s%s",
+            tty ? "\r\033[K" : "crawld: ", st.elapsed_s, (unsigned long long)st.pages,
+            st.elapsed_s > 0 ? (double)st.pages / st.elapsed_s : 0.0, (long long)st.frontier_mem,
+            (long long)st.queued, (long long)st.hosts_active, dup_pct,
+            100.0 * seen_observed_fpr(&st.dedup), 100.0 * st.fpr_bound, st.bloom_fill,
+            st.paused ? " [paused]" : "", tty ? "" : "\n");
+    fflush(f);
+}
+
+static void *progress_main(void *arg)
+{
+    runner *r = arg;
+    bool tty = isatty(2);
+    int period_ms = tty ? 1000 : 10000;
+    pthread_mutex_lock(&r->lock);
+    while (!r->quit) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += period_ms / 1000;
+        pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+        if (!r->quit)
+            print_status(r->c, stderr, tty);
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (tty)
+        fputs("\n", stderr);
+    return NULL;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    cli_conf cc = { 0 };
+    const char *seeds_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int taken = cli_conf_arg(&cc, "run", argc, argv, &i);
+        if (taken < 0)
+            return 2;
+        if (taken > 0)
+            continue;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (strcmp(a, "--seeds") == 0 && i + 1 < argc) {
+            seeds_path = argv[++i];
+        } else {
+            return cli_bad_option("run", a);
+        }
+    }
+    crawl_config cfg;
+    if (cli_conf_load(&cc, "run", &cfg, false) != 0)
+        return 1;
+    /* every thread started from here on inherits the blocked signals */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = 1;
+    char err[512];
+    runner r = { .cfg = &cfg };
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.cond, NULL);
+    control *ctl = NULL;
+    r.c = crawl_open(&cfg, stderr, err, sizeof err);
+    if (r.c == NULL) {
+        fprintf(stderr, "crawld run: %s\n", err);
+        goto out;
+    }
+    long seeds = 0;
+    for (size_t i = 0; i < cfg.crawl.seeds.n; i++) {
+        char why[128];
+        const char *s = cfg.crawl.seeds.v[i];
+        int a = crawl_add_seed(r.c, s, strlen(s), why, sizeof why);
+        if (a == -EINVAL)
+            fprintf(stderr, "crawld run: seed %s rejected: %s\n", s, why);
+        seeds += a > 0;
+    }
+    if (cfg.crawl.seeds_file[0]) {
+        int a = add_seed_file(r.c, cfg.crawl.seeds_file);
+        seeds += a > 0 ? a : 0;
+    }
+    if (seeds_path) {
+        int a = add_seed_file(r.c, seeds_path);
+        if (a < 0)
+            goto out;
+        seeds += a;
+    }
+    if (cfg.control.listen[0]) {
+        ctl = control_start(r.c, &cfg, err, sizeof err);
+        if (ctl == NULL) {
+            fprintf(stderr, "crawld run: control API: %s\n", err);
+            goto out;
+        }
+    }
+    fprintf(stderr, "crawld: crawling with %ld new seeds, state in %s%s%s\n", seeds,
+            cfg.storage.state_dir, ctl ? ", control API on " : "",
+            ctl ? control_address(ctl) : "");
+    pthread_create(&r.sig_thread, NULL, signal_main, &r);
+    pthread_create(&r.progress_thread, NULL, progress_main, &r);
+    int run_rc = crawl_run(r.c);
+    pthread_mutex_lock(&r.lock);
+    r.quit = 1;
+    pthread_cond_signal(&r.cond);
+    pthread_mutex_unlock(&r.lock);
+    pthread_join(r.progress_thread, NULL);
+    control_stop(ctl);
+    ctl = NULL;
+    crawl_summary(r.c, stderr);
+    int close_rc = crawl_close(r.c);
+    r.c = NULL;
+    pthread_kill(r.sig_thread, SIGUSR1);
+    pthread_join(r.sig_thread, NULL);
+    rc = run_rc == 0 && close_rc == 0 ? 0 : 1;
+out:
+    control_stop(ctl);
+    if (r.c)
+        crawl_close(r.c);
+    pthread_cond_destroy(&r.cond);
+    pthread_mutex_destroy(&r.lock);
+    config_release(&cfg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}

@@ -1,0 +1,1024 @@
+/* crawler/crawl: the daemon's engine (see crawl.h).
+ *
+ * Flow of one URL: frontier_next (scheduler thread) -> fetcher_submit ->
+ * hooks on a fetcher thread: on_response notes status and headers and, for
+ * an HTML 200, takes a link parser from the thread's pool; on_body feeds it
+ * (each link is handled as it comes out: canonicalize against the page or
+ * its first <base>, scope, seen test); on_raw keeps the wire bytes for the
+ * archive; on_done archives, turns a redirect's Location into a discovered
+ * link, and reports the outcome to the frontier. A URL the seen test calls
+ * new is inserted in SQLite (asynchronously when the Bloom filter said NO,
+ * synchronously when a MAYBE was verified); once SQLite confirms the row is
+ * new, it is pushed to the frontier (from the writer thread's callback).
+ *
+ * Only URLs that pass the scope reach the seen test, so in a crawl the
+ * verify policy "in-scope" verifies every MAYBE; the policy matters for
+ * POST /v1/dedup, where URLs outside the scope are trusted to the Bloom
+ * filter.
+ *
+ * Locks: `lock` guards the scheduler's wait (with `wake`) and the stop and
+ * pause state; it is never held while calling another module. Each fetcher
+ * thread's context (its url_canon and link parser pool) is touched only by
+ * that thread. Counters are relaxed atomics. */
+#include "crawl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "crawler/fetch.h"
+#include "crawler/links.h"
+#include "crawler/summary.h"
+#include "crawler/url.h"
+#include "crawler/verifier.h"
+#include "crawler/wire.h"
+#include "dedup/bloom.h"
+#include "dedup/hash.h"
+#include "frontier/frontier.h"
+#include "frontier/scope.h"
+#include "storage/db.h"
+#include "storage/warc.h"
+
+#define SNAPSHOT_NAME "bloom.snap"
+#define ROBOTS_MAX_HOPS 5
+#define POOL_PER_THREAD 256
+#define HOPS_SLOTS 65536 /* redirect hop counts remembered for queued targets */
+#define GRACE_MS 10000
+
+typedef struct fjob fjob;
+
+/* One fetcher thread's own things. A thread runs many transfers at once,
+ * so each HTML page gets a parser from the pool for its lifetime; the
+ * parsers' callback finds its page through `current`, set around every
+ * links_feed / links_finish call (which is when callbacks happen). */
+typedef struct tctx {
+    url_canon *uc;
+    links_parser *pool[POOL_PER_THREAD];
+    int npool;
+    fjob *current;
+} tctx;
+
+typedef struct hop_slot {
+    _Atomic uint64_t key; /* fingerprint low half of the target URL */
+    _Atomic int hops;
+} hop_slot;
+
+struct crawl {
+    const crawl_config *cfg;
+    FILE *log;
+    db *d;
+    verifier *ver;
+    seen *s;
+    scope *sc;
+    frontier *fr;
+    fetcher *f;
+    warc_writer *w;
+    links_opts lopts;
+    url_canon *uc;              /* the scheduler's and the API's (under api_lock) */
+    pthread_mutex_t api_lock;
+    tctx *threads;
+    unsigned nthreads;
+    hop_slot *hops;
+    char snap_path[4096];
+    char archive_dir[4096];
+    int64_t started_ms;
+
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int stop_level;             /* 0 run, 1 graceful, 2 abort */
+    volatile sig_atomic_t signal_stop;
+    int signals_seen;
+    bool done;
+    int64_t recovered;
+
+    atomic_uint_fast64_t pages, fetch_errors, status_counts[600], bytes, links, links_rejected,
+        links_out_of_scope, nofollow_skipped, redirects, redirects_too_long, truncated;
+};
+
+/* A fetch in progress: owned by the hooks from submit to on_done. */
+struct fjob {
+    crawl *c;
+    frontier_job fj;
+    char *url;                  /* fetched now (a robots job may have followed redirects) */
+    int hops;
+    int status;
+    long retry_after_s;
+    char *location;
+    char *ctype;
+    links_parser *lp;           /* while an HTML body is parsed */
+    cr_buf body;                /* robots.txt body */
+    cr_buf raw;                 /* wire payload for the archive */
+    cr_buf headers, request;
+    char ip[64];
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void persist_stats(crawl *c);
+
+static void bump(atomic_uint_fast64_t *x) { atomic_fetch_add_explicit(x, 1, memory_order_relaxed); }
+
+static void nudge(crawl *c)
+{
+    pthread_mutex_lock(&c->lock);
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- redirect hop counts ------------------------------------------------ */
+
+static void hops_put(crawl *c, const char *url, size_t len, int hops)
+{
+    hash_fp fp = hash_fingerprint(url, len);
+    hop_slot *s = &c->hops[fp.lo % HOPS_SLOTS];
+    atomic_store(&s->hops, hops);
+    atomic_store(&s->key, fp.hi | 1);
+}
+
+static int hops_get(crawl *c, const char *url, size_t len)
+{
+    hash_fp fp = hash_fingerprint(url, len);
+    hop_slot *s = &c->hops[fp.lo % HOPS_SLOTS];
+    return atomic_load(&s->key) == (fp.hi | 1) ? atomic_load(&s->hops) : 0;
+}
+
+/* ---- discovered URLs: scope, seen test, SQLite, frontier ---------------- */
+
+typedef struct pending {
+    crawl *c;
+    int depth;
+    int kind;
+} pending;
+
+/* Writer thread, after COMMIT of a Bloom-NO insert. */
+static void on_inserted(void *ud, const db_result *r)
+{
+    pending *p = ud;
+    if (r->status == 1) {
+        size_t off, hl;
+        char host[DB_HOST_MAX + 1];
+        if (url_host(r->url, r->url_len, &off, &hl) == 0 && hl <= DB_HOST_MAX) {
+            memcpy(host, r->url + off, hl);
+            host[hl] = '\0';
+            frontier_push(p->c->fr, r->id, r->url, r->url_len, host, p->depth, p->kind);
+            nudge(p->c);
+        }
+    }
+    cr_free(p);
+}
+
+/* A canonical URL found at depth through a link of kind: 1 new and queued,
+ * 0 not (duplicate or out of scope), < 0 storage error. */
+static int discover(crawl *c, const char *url, size_t len, int depth, int kind, bool scoped)
+{
+    if (scoped) {
+        scope_verdict v = scope_check(c->sc, url, len, depth, kind);
+        if (v != SCOPE_ALLOWED) {
+            bump(&c->links_out_of_scope);
+            return 0;
+        }
+    }
+    size_t off, hl;
+    if (url_host(url, len, &off, &hl) < 0)
+        return 0;
+    pending *p = cr_malloc(sizeof *p);
+    if (p == NULL)
+        return -ENOMEM;
+    p->c = c;
+    p->depth = depth;
+    p->kind = kind;
+    verifier_row row = { .u = { .host = url + off, .host_len = hl, .depth = depth, .kind = kind,
+                                .state = DB_STATE_QUEUED },
+                         .on_new = on_inserted, .ud = p };
+    int r = seen_test(c->s, url, len, true, &row);
+    if (r < 0 || r != SEEN_NEW_BLOOM)
+        cr_free(p); /* the callback owns p only when an async insert was queued */
+    if (r < 0)
+        return r;
+    if (r == SEEN_NEW_VERIFIED && row.id > 0) {
+        char host[DB_HOST_MAX + 1];
+        if (hl <= DB_HOST_MAX) {
+            memcpy(host, url + off, hl);
+            host[hl] = '\0';
+            frontier_push(c->fr, row.id, url, len, host, depth, kind);
+            nudge(c);
+        }
+    }
+    return seen_is_new((seen_result)r) ? 1 : 0;
+}
+
+/* ---- fetcher hooks (fetcher threads) ------------------------------------ */
+
+static tctx *my_ctx(crawl *c)
+{
+    int i = fetcher_thread_index();
+    return i >= 0 && (unsigned)i < c->nthreads ? &c->threads[i] : NULL;
+}
+
+static bool is_html(const char *ct)
+{
+    if (ct == NULL)
+        return false;
+    while (*ct == ' ')
+        ct++;
+    return strncasecmp(ct, "text/html", 9) == 0 || strncasecmp(ct, "application/xhtml+xml", 21) == 0;
+}
+
+static void on_link(void *ud, const links_link *l);
+
+static int hook_response(void *ctx, const fetch_job *job, const fetch_response *r)
+{
+    (void)ctx;
+    fjob *j = job->user;
+    crawl *c = j->c;
+    j->status = (int)r->status;
+    j->retry_after_s = r->retry_after_s;
+    if (r->location)
+        j->location = cr_strdup(r->location);
+    if (r->content_type)
+        j->ctype = cr_strdup(r->content_type);
+    if (r->remote_ip)
+        snprintf(j->ip, sizeof j->ip, "%s", r->remote_ip);
+    if (c->w) {
+        cr_buf_append(&j->headers, r->headers, r->headers_len);
+        cr_buf_append(&j->request, r->request, r->request_len);
+    }
+    if (!j->fj.is_robots && r->status == 200 && is_html(r->content_type)) {
+        tctx *t = my_ctx(c);
+        links_parser *lp = NULL;
+        if (t && t->npool > 0)
+            lp = t->pool[--t->npool];
+        else if (t)
+            lp = links_new(&c->lopts, on_link, t);
+        j->lp = lp;
+        if (lp)
+            links_reset(lp, r->content_type);
+    }
+    return 0;
+}
+
+/* A link as the parser found it: resolve, then discover. */
+static void on_link(void *ud, const links_link *l)
+{
+    tctx *t = ud;
+    fjob *j = t->current;
+    crawl *c = j->c;
+    bump(&c->links);
+    if (l->cls == LINKS_OTHER)
+        return;
+    if (!c->cfg->crawl.follow_nofollow &&
+        (l->nofollow || (links_robots(j->lp) & LINKS_ROBOTS_NOFOLLOW))) {
+        bump(&c->nofollow_skipped);
+        return;
+    }
+    cr_buf base, out;
+    cr_buf_init(&base, 0);
+    cr_buf_init(&out, 0);
+    url_reject why;
+    const char *b = j->url;
+    size_t blen = strlen(j->url);
+    if (l->base && url_canon_resolve(t->uc, j->url, strlen(j->url), l->base, l->base_len, &base,
+                                     &why) == 0) {
+        b = base.data;
+        blen = base.len;
+    }
+    if (url_canon_resolve(t->uc, b, blen, l->url, l->url_len, &out, &why) < 0) {
+        bump(&c->links_rejected);
+    } else {
+        int kind = l->cls == LINKS_REQUISITE && scope_in_scope(c->sc, j->url, strlen(j->url))
+                       ? DB_KIND_REQUISITE
+                       : DB_KIND_NAVIGATION;
+        discover(c, out.data, out.len, j->fj.depth + 1, kind, true);
+    }
+    cr_buf_release(&base);
+    cr_buf_release(&out);
+}
+
+static int hook_body(void *ctx, const fetch_job *job, const char *p, size_t n)
+{
+    (void)ctx;
+    fjob *j = job->user;
+    if (j->fj.is_robots) {
+        size_t cap = (size_t)j->c->cfg->politeness.robots_max_bytes;
+        if (j->body.len < cap)
+            cr_buf_append(&j->body, p, n < cap - j->body.len ? n : cap - j->body.len);
+    } else if (j->lp) {
+        tctx *t = my_ctx(j->c);
+        t->current = j;
+        links_feed(j->lp, p, n);
+        t->current = NULL;
+    }
+    return 0;
+}
+
+static int hook_raw(void *ctx, const fetch_job *job, const char *p, size_t n)
+{
+    (void)ctx;
+    fjob *j = job->user;
+    if (j->c->w)
+        cr_buf_append(&j->raw, p, n);
+    return 0;
+}
+
+static void fjob_free(fjob *j)
+{
+    cr_free(j->url);
+    cr_free(j->location);
+    cr_free(j->ctype);
+    cr_buf_release(&j->body);
+    cr_buf_release(&j->raw);
+    cr_buf_release(&j->headers);
+    cr_buf_release(&j->request);
+    cr_free(j);
+}
+
+static int submit(crawl *c, fjob *j, long timeout_ms)
+{
+    fetch_job fj = { .id = (uint64_t)j->fj.id, .url = j->url, .hops = (unsigned)j->hops, .user = j };
+    return fetcher_submit(c->f, &fj, timeout_ms);
+}
+
+static int error_kind(fetch_error e)
+{
+    switch (e) {
+    case FETCH_OK:
+    case FETCH_ERR_BODY_TOO_LARGE:
+    case FETCH_ERR_DECODE:
+        return FRONTIER_ERR_NONE;
+    case FETCH_ERR_DNS:
+    case FETCH_ERR_CONNECT:
+    case FETCH_ERR_CONNECT_TIMEOUT:
+    case FETCH_ERR_TLS:
+    case FETCH_ERR_TIMEOUT:
+    case FETCH_ERR_LOW_SPEED:
+    case FETCH_ERR_NETWORK:
+        return FRONTIER_ERR_NETWORK;
+    default:
+        return FRONTIER_ERR_FATAL;
+    }
+}
+
+static void archive(crawl *c, fjob *j, const fetch_result *r)
+{
+    if (c->w == NULL || j->status <= 0 || j->headers.len == 0)
+        return;
+    warc_fetch wf = { .uri = j->url, .ip = j->ip, .date_ms = r->start_unix_ms,
+                      .request = j->request.data, .request_len = j->request.len,
+                      .headers = j->headers.data, .headers_len = j->headers.len,
+                      .payload = j->raw.data ? j->raw.data : "", .payload_len = j->raw.len,
+                      .status = j->status, .mime = j->ctype, .truncated = r->truncated };
+    int rc = warc_write_fetch(c->w, &wf, NULL);
+    if (rc < 0 && c->log)
+        fprintf(c->log, "crawld: WARC write failed for %s: %s\n", j->url, strerror(-rc));
+}
+
+static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
+{
+    int status = r->error == FETCH_OK || error_kind(r->error) == FRONTIER_ERR_NONE ? j->status : 0;
+    if (status >= 300 && status < 400 && j->location && j->hops < ROBOTS_MAX_HOPS) {
+        tctx *t = my_ctx(c);
+        cr_buf out;
+        cr_buf_init(&out, 0);
+        url_reject why;
+        if (t && url_canon_resolve(t->uc, j->url, strlen(j->url), j->location,
+                                   strlen(j->location), &out, &why) == 0) {
+            fjob *next = cr_calloc(1, sizeof *next);
+            if (next) {
+                next->c = c;
+                next->fj = j->fj;
+                next->url = cr_buf_take(&out);
+                next->hops = j->hops + 1;
+                cr_buf_init(&next->body, 0);
+                cr_buf_init(&next->raw, (size_t)c->cfg->fetch.max_body_bytes);
+                cr_buf_init(&next->headers, 0);
+                cr_buf_init(&next->request, 0);
+                if (next->url && submit(c, next, 0) == 0) {
+                    j->fj.url = NULL; /* moved to next */
+                    cr_buf_release(&out);
+                    return;
+                }
+                next->fj.url = NULL;
+                fjob_free(next);
+            }
+        }
+        cr_buf_release(&out);
+    }
+    frontier_outcome o = { .status = status, .error = error_kind(r->error),
+                           .response_ms = r->total_ms, .retry_after_s = j->retry_after_s,
+                           .bytes = (int64_t)j->body.len, .content_type = j->ctype };
+    frontier_robots_done(c->fr, &j->fj, &o, j->body.data, j->body.len, mono_ms());
+}
+
+static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
+{
+    (void)ctx;
+    fjob *j = job->user;
+    crawl *c = j->c;
+    if (j->lp) {
+        tctx *t = my_ctx(c);
+        t->current = j;
+        links_finish(j->lp);
+        t->current = NULL;
+        if (t->npool < POOL_PER_THREAD)
+            t->pool[t->npool++] = j->lp;
+        else
+            links_free(j->lp);
+        j->lp = NULL;
+    }
+    bool answered = j->status > 0 && error_kind(r->error) == FRONTIER_ERR_NONE;
+    if (r->error == FETCH_ERR_ABORTED || r->error == FETCH_ERR_CANCELLED) {
+        frontier_return(c->fr, &j->fj);
+        fjob_free(j);
+        nudge(c);
+        return;
+    }
+    if (answered) {
+        bump(&c->pages);
+        if (j->status >= 100 && j->status < 600)
+            bump(&c->status_counts[j->status]);
+        atomic_fetch_add_explicit(&c->bytes, r->raw_bytes, memory_order_relaxed);
+        if (r->truncated)
+            bump(&c->truncated);
+        archive(c, j, r);
+    } else {
+        bump(&c->fetch_errors);
+    }
+    if (j->fj.is_robots) {
+        finish_robots(c, j, r);
+        fjob_free(j);
+        nudge(c);
+        return;
+    }
+    /* a redirect's Location is a discovered link, one hop further */
+    if (answered && j->status >= 300 && j->status < 400 && j->location) {
+        bump(&c->redirects);
+        if (j->hops + 1 > c->cfg->fetch.max_redirects) {
+            bump(&c->redirects_too_long);
+        } else {
+            tctx *t = my_ctx(c);
+            cr_buf out;
+            cr_buf_init(&out, 0);
+            url_reject why;
+            if (t && url_canon_resolve(t->uc, j->url, strlen(j->url), j->location,
+                                       strlen(j->location), &out, &why) == 0) {
+                int kind = j->fj.kind == DB_KIND_REQUISITE ? DB_KIND_REQUISITE : DB_KIND_REDIRECT;
+                hops_put(c, out.data, out.len, j->hops + 1);
+                discover(c, out.data, out.len, j->fj.depth + 1, kind, true);
+            } else {
+                bump(&c->links_rejected);
+            }
+            cr_buf_release(&out);
+        }
+    }
+    char reason[512];
+    snprintf(reason, sizeof reason, "%s", r->reason ? r->reason : "");
+    frontier_outcome o = { .status = answered ? j->status : 0, .error = error_kind(r->error),
+                           .error_text = reason[0] ? reason : NULL, .response_ms = r->total_ms,
+                           .retry_after_s = j->retry_after_s, .bytes = (int64_t)r->decoded_bytes,
+                           .content_type = j->ctype };
+    frontier_done(c->fr, &j->fj, &o, mono_ms());
+    fjob_free(j);
+    nudge(c);
+}
+
+/* ---- open / close ------------------------------------------------------ */
+
+typedef struct catchup {
+    seen *s;
+} catchup;
+
+static int add_known(void *ud, int64_t id, const char *url, size_t len)
+{
+    (void)id;
+    seen_add_known(((catchup *)ud)->s, url, len);
+    return 0;
+}
+
+static int open_seen(crawl *c, char *err, size_t errlen)
+{
+    bloom *bf = NULL;
+    uint64_t mark = 0;
+    char msg[512];
+    snprintf(c->snap_path, sizeof c->snap_path, "%s/%s", c->cfg->storage.state_dir, SNAPSHOT_NAME);
+    int rc = bloom_load(c->snap_path, &bf, &mark, msg, sizeof msg);
+    if (rc < 0 && rc != -ENOENT && c->log)
+        fprintf(c->log, "crawld: Bloom snapshot refused (%s); rebuilding from the database\n", msg);
+    if (bf == NULL) {
+        bloom_params bp;
+        wire_bloom_params(c->cfg, &bp);
+        mark = 0;
+        if (bloom_new(&bp, &bf) < 0) {
+            snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
+            return -1;
+        }
+    }
+    c->ver = verifier_new(c->d);
+    seen_verifier v = verifier_iface(c->ver);
+    int verify = c->cfg->dedup.verify == VERIFY_NEVER    ? SEEN_VERIFY_NEVER
+                 : c->cfg->dedup.verify == VERIFY_ALWAYS ? SEEN_VERIFY_ALWAYS
+                                                         : SEEN_VERIFY_IN_SCOPE;
+    seen_opts so = { verify, (size_t)c->cfg->dedup.recent_cache };
+    c->s = c->ver ? seen_new(bf, &so, &v) : NULL;
+    if (c->s == NULL) {
+        bloom_free(bf);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    db_reader *rd = db_reader_open(c->d, msg, sizeof msg);
+    catchup cu = { c->s };
+    int64_t n = rd ? db_reader_scan_after(rd, (int64_t)mark, add_known, &cu) : -1;
+    db_reader_free(rd);
+    if (n < 0) {
+        snprintf(err, errlen, "cannot read %s", db_path(c->d));
+        return -1;
+    }
+    if (n > 0 && c->log)
+        fprintf(c->log, "crawld: %lld URLs from the database added to the Bloom filter (after "
+                        "snapshot mark %llu)\n",
+                (long long)n, (unsigned long long)mark);
+    return 0;
+}
+
+crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
+{
+    crawl *c = cr_calloc(1, sizeof *c);
+    if (c == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->cfg = cfg;
+    c->log = log;
+    c->started_ms = mono_ms();
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->api_lock, NULL);
+    pthread_cond_init(&c->wake, NULL);
+    char msg[512];
+    db_opts dbo;
+    wire_db_opts(cfg, &dbo);
+    c->d = db_open(cfg->storage.state_dir, &dbo, err, errlen);
+    if (c->d == NULL)
+        goto fail;
+    c->recovered = db_recovered_in_flight(c->d);
+    if (c->recovered > 0 && log)
+        fprintf(log, "crawld: %lld URLs were in flight at the crash and will be fetched again\n",
+                (long long)c->recovered);
+    if (open_seen(c, err, errlen) < 0)
+        goto fail;
+    scope_opts so;
+    wire_scope_opts(cfg, &so);
+    c->sc = scope_new(&so, msg, sizeof msg);
+    if (c->sc == NULL) {
+        snprintf(err, errlen, "scope: %s", msg);
+        goto fail;
+    }
+    frontier_opts fo;
+    wire_frontier_opts(cfg, &fo);
+    c->fr = frontier_new(&fo, c->d, err, errlen);
+    if (c->fr == NULL)
+        goto fail;
+    url_policy up;
+    wire_url_policy(cfg, &up);
+    wire_links_opts(cfg, &c->lopts);
+    c->nthreads = (unsigned)cfg->fetch.threads;
+    c->threads = cr_calloc(c->nthreads, sizeof *c->threads);
+    c->hops = cr_calloc(HOPS_SLOTS, sizeof *c->hops);
+    c->uc = url_canon_new(&up);
+    if (c->threads == NULL || c->hops == NULL || c->uc == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (unsigned i = 0; i < c->nthreads; i++) {
+        c->threads[i].uc = url_canon_new(&up);
+        if (c->threads[i].uc == NULL) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+    }
+    if (cfg->archive.warc) {
+        warc_opts wo;
+        wire_warc_opts(cfg, c->archive_dir, sizeof c->archive_dir, &wo);
+        c->w = warc_open(&wo, msg, sizeof msg);
+        if (c->w == NULL) {
+            snprintf(err, errlen, "archive: %s", msg);
+            goto fail;
+        }
+    }
+    fetch_opts fo2;
+    wire_fetch_opts(cfg, &fo2);
+    fetch_hooks hooks = { hook_response, hook_raw, hook_body, hook_done, c };
+    if (fetcher_new(&fo2, &hooks, &c->f) < 0) {
+        snprintf(err, errlen, "cannot start the fetcher threads");
+        goto fail;
+    }
+    return c;
+fail:
+    crawl_close(c);
+    return NULL;
+}
+
+int crawl_add_seed(crawl *c, const char *url, size_t len, char *why, size_t whylen)
+{
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    url_reject rej;
+    pthread_mutex_lock(&c->api_lock);
+    int rc = url_canon_resolve(c->uc, NULL, 0, url, len, &out, &rej);
+    pthread_mutex_unlock(&c->api_lock);
+    if (rc < 0) {
+        snprintf(why, whylen, "%s", rc == -EINVAL ? url_reject_str(rej) : "out of memory");
+        cr_buf_release(&out);
+        return -EINVAL;
+    }
+    scope_add_seed(c->sc, out.data, out.len);
+    rc = discover(c, out.data, out.len, 0, DB_KIND_SEED, true);
+    if (rc < 0)
+        snprintf(why, whylen, "the database failed");
+    cr_buf_release(&out);
+    nudge(c);
+    return rc < 0 ? -EIO : rc;
+}
+
+int crawl_dedup_url(crawl *c, const char *url, size_t len)
+{
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    url_reject rej;
+    pthread_mutex_lock(&c->api_lock);
+    int rc = url_canon_resolve(c->uc, NULL, 0, url, len, &out, &rej);
+    pthread_mutex_unlock(&c->api_lock);
+    if (rc == 0) {
+        bool in = scope_in_scope(c->sc, out.data, out.len);
+        size_t off, hl;
+        url_host(out.data, out.len, &off, &hl);
+        verifier_row row = { .u = { .host = out.data + off, .host_len = hl,
+                                    .kind = DB_KIND_NAVIGATION,
+                                    .state = in ? DB_STATE_QUEUED : DB_STATE_SEEN_ONLY } };
+        int r = seen_test(c->s, out.data, out.len, in, &row);
+        rc = r < 0 ? r : seen_is_new((seen_result)r) ? 1 : 0;
+    } else {
+        rc = -EINVAL;
+    }
+    cr_buf_release(&out);
+    return rc;
+}
+
+/* ---- the scheduler ------------------------------------------------------ */
+
+void crawl_stop(crawl *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->stop_level < 2)
+        c->stop_level++;
+    int level = c->stop_level;
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    if (level == 2 && c->f)
+        fetcher_abort(c->f); /* cuts the grace of a fetcher_stop already waiting */
+}
+
+void crawl_stop_signal(crawl *c) { c->signal_stop = 1; }
+
+void crawl_pause(crawl *c)
+{
+    frontier_pause(c->fr);
+    nudge(c);
+}
+
+void crawl_resume(crawl *c)
+{
+    frontier_resume(c->fr);
+    nudge(c);
+}
+
+static void snapshot(crawl *c)
+{
+    char err[256];
+    int64_t mark = 0;
+    if (db_flush(c->d) < 0)
+        return;
+    db_reader *rd = db_reader_open(c->d, err, sizeof err);
+    if (rd == NULL || db_reader_max_id(rd, &mark) < 0) {
+        db_reader_free(rd);
+        return;
+    }
+    db_reader_free(rd);
+    if (bloom_save(seen_bloom(c->s), c->snap_path, (uint64_t)mark, err, sizeof err) < 0 && c->log)
+        fprintf(c->log, "crawld: %s\n", err);
+}
+
+static void wait_until(crawl *c, int64_t wake_ms)
+{
+    int64_t now = mono_ms();
+    int64_t wait = wake_ms < 0 ? 500 : wake_ms - now;
+    if (wait > 500)
+        wait = 500; /* wake regularly: signals, progress, snapshots */
+    if (wait <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += wait / 1000;
+    ts.tv_nsec += (wait % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&c->lock);
+    if (c->stop_level == 0 && !c->signal_stop)
+        pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+    pthread_mutex_unlock(&c->lock);
+}
+
+int crawl_run(crawl *c)
+{
+    int64_t next_snap = mono_ms() + c->cfg->dedup.snapshot_interval_s * 1000;
+    int drained_checks = 0;
+    int64_t next_stats = mono_ms();
+    for (;;) {
+        if (c->signal_stop) {
+            c->signal_stop = 0;
+            crawl_stop(c);
+        }
+        pthread_mutex_lock(&c->lock);
+        int stop = c->stop_level;
+        pthread_mutex_unlock(&c->lock);
+        if (stop)
+            break;
+        int64_t now = mono_ms();
+        if (now >= next_stats) {
+            persist_stats(c);
+            next_stats = now + 2000;
+        }
+        if (c->cfg->dedup.snapshot_interval_s > 0 && now >= next_snap) {
+            snapshot(c);
+            next_snap = now + c->cfg->dedup.snapshot_interval_s * 1000;
+        }
+        int64_t wake = -1;
+        int r = FRONTIER_WAIT;
+        while (fetcher_free_slots(c->f) > 0) {
+            frontier_job fj;
+            r = frontier_next(c->fr, mono_ms(), &fj, &wake);
+            if (r != FRONTIER_JOB)
+                break;
+            fjob *j = cr_calloc(1, sizeof *j);
+            if (j == NULL) {
+                frontier_return(c->fr, &fj);
+                break;
+            }
+            j->c = c;
+            j->fj = fj;
+            j->url = cr_strdup(fj.url);
+            j->hops = fj.kind == DB_KIND_REDIRECT ? hops_get(c, fj.url, strlen(fj.url)) : 0;
+            cr_buf_init(&j->body, 0);
+            cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
+            cr_buf_init(&j->headers, 0);
+            cr_buf_init(&j->request, 0);
+            if (j->url == NULL || submit(c, j, 0) < 0) {
+                frontier_return(c->fr, &j->fj);
+                fjob_free(j);
+                break;
+            }
+        }
+        if (r < 0) {
+            if (c->log)
+                fprintf(c->log, "crawld: the frontier failed (%s)\n", strerror(-r));
+            return r;
+        }
+        if (r == FRONTIER_DRAINED) {
+            /* rows may still be on their way to SQLite and the frontier */
+            if (db_flush(c->d) < 0) {
+                char msg[256];
+                db_last_error(c->d, msg, sizeof msg);
+                if (c->log)
+                    fprintf(c->log, "crawld: the database failed: %s\n", msg);
+                return -EIO;
+            }
+            if (++drained_checks >= 2 && !c->cfg->crawl.daemon) {
+                c->done = true;
+                break;
+            }
+            wait_until(c, mono_ms() + 20);
+            continue;
+        }
+        drained_checks = 0;
+        wait_until(c, wake);
+    }
+    return 0;
+}
+
+/* ---- figures ----------------------------------------------------------- */
+
+void crawl_status_get(crawl *c, crawl_status *st)
+{
+    memset(st, 0, sizeof *st);
+    st->elapsed_s = (double)(mono_ms() - c->started_ms) / 1000.0;
+    st->pages = atomic_load(&c->pages);
+    st->fetch_errors = atomic_load(&c->fetch_errors);
+    for (int i = 100; i < 600; i++) {
+        st->status_counts[i] = atomic_load(&c->status_counts[i]);
+        st->by_class[i / 100] += st->status_counts[i];
+    }
+    st->bytes = atomic_load(&c->bytes);
+    st->links = atomic_load(&c->links);
+    st->links_rejected = atomic_load(&c->links_rejected);
+    st->links_out_of_scope = atomic_load(&c->links_out_of_scope);
+    st->nofollow_skipped = atomic_load(&c->nofollow_skipped);
+    st->redirects = atomic_load(&c->redirects);
+    st->redirects_too_long = atomic_load(&c->redirects_too_long);
+    st->truncated = atomic_load(&c->truncated);
+    if (c->w) {
+        warc_stats ws;
+        warc_stats_get(c->w, &ws);
+        st->archived = ws.responses;
+        st->revisits = ws.revisits;
+    }
+    frontier_stats fs;
+    frontier_get_stats(c->fr, &fs);
+    st->frontier_mem = fs.mem_entries;
+    st->hosts_active = fs.hosts_active;
+    st->in_flight = fs.in_flight;
+    st->paused = fs.paused;
+    db_stats ds;
+    db_get_stats(c->d, &ds);
+    st->queued = ds.rows[DB_STATE_QUEUED];
+    st->recovered_in_flight = c->recovered;
+    pthread_mutex_lock(&c->lock);
+    st->stopping = c->stop_level > 0;
+    st->done = c->done;
+    pthread_mutex_unlock(&c->lock);
+    seen_counters_get(c->s, &st->dedup);
+    bloom_stats bs;
+    bloom_stats_get(seen_bloom(c->s), &bs);
+    st->fpr_bound = bs.fpr_bound;
+    st->fpr_predicted = bs.fpr_model;
+    st->bloom_fill = bs.fill;
+    st->bloom_stages = bs.stages_total;
+}
+
+json_t *crawl_status_json(crawl *c)
+{
+    crawl_status st;
+    crawl_status_get(c, &st);
+    json_t *by_status = json_object();
+    for (int i = 100; i < 600; i++)
+        if (st.status_counts[i]) {
+            char k[8];
+            snprintf(k, sizeof k, "%d", i);
+            json_object_set_new(by_status, k, json_integer((json_int_t)st.status_counts[i]));
+        }
+    frontier_stats fs;
+    frontier_get_stats(c->fr, &fs);
+    bloom_stats bs;
+    bloom_stats_get(seen_bloom(c->s), &bs);
+    json_t *j = json_pack(
+        "{s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+        " s:o, s:b, s:b, s:b, s:I}",
+        "elapsed_s", st.elapsed_s, "pages", (json_int_t)st.pages, "fetch_errors",
+        (json_int_t)st.fetch_errors, "pages_by_status", by_status, "bytes", (json_int_t)st.bytes,
+        "links", (json_int_t)st.links, "links_rejected", (json_int_t)st.links_rejected,
+        "links_out_of_scope", (json_int_t)st.links_out_of_scope, "nofollow_skipped",
+        (json_int_t)st.nofollow_skipped, "redirects", (json_int_t)st.redirects,
+        "redirects_too_long", (json_int_t)st.redirects_too_long, "truncated",
+        (json_int_t)st.truncated,
+        "frontier", "memory", (json_int_t)st.frontier_mem, "sqlite_queued", (json_int_t)st.queued,
+        "hosts_active", (json_int_t)st.hosts_active, "in_flight", (json_int_t)st.in_flight,
+        "done", (json_int_t)fs.done, "failed", (json_int_t)fs.failed, "retries",
+        (json_int_t)fs.retries, "robots_excluded",
+        (json_int_t)(fs.robots_disallowed + fs.robots_unavailable), "politeness_waits",
+        (json_int_t)fs.politeness_waits, "hosts", (json_int_t)fs.hosts,
+        "dedup", summary_dedup_json(&st.dedup, &bs),
+        "paused", st.paused, "stopping", st.stopping, "done", st.done, "recovered_in_flight",
+        (json_int_t)st.recovered_in_flight);
+    if (j && c->w)
+        json_object_set_new(j, "archive", json_pack("{s:I, s:I}", "responses",
+                                                    (json_int_t)st.archived, "revisits",
+                                                    (json_int_t)st.revisits));
+    return j;
+}
+
+/* Stores the figures in the database, for `crawld stats`. */
+static void persist_stats(crawl *c)
+{
+    json_t *j = crawl_status_json(c);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (text)
+        db_put_meta(c->d, "stats", text);
+    free(text);
+    json_decref(j);
+}
+
+void crawl_summary(crawl *c, FILE *f)
+{
+    json_t *j = crawl_status_json(c);
+    if (j)
+        summary_crawl_print(f, j);
+    json_decref(j);
+}
+
+void crawl_metrics(crawl *c, FILE *f)
+{
+    crawl_status st;
+    crawl_status_get(c, &st);
+    fprintf(f, "# HELP crawld_pages_total Fetches that got an HTTP answer.\n"
+               "# TYPE crawld_pages_total counter\n");
+    for (int i = 100; i < 600; i++)
+        if (st.status_counts[i])
+            fprintf(f, "crawld_pages_total{status=\"%d\"} %llu\n", i,
+                    (unsigned long long)st.status_counts[i]);
+    fprintf(f, "# TYPE crawld_fetch_errors_total counter\ncrawld_fetch_errors_total %llu\n",
+            (unsigned long long)st.fetch_errors);
+    fprintf(f, "# TYPE crawld_bytes_total counter\ncrawld_bytes_total %llu\n",
+            (unsigned long long)st.bytes);
+    fprintf(f, "# TYPE crawld_links_total counter\ncrawld_links_total %llu\n",
+            (unsigned long long)st.links);
+    fprintf(f, "# HELP crawld_dedup_decisions_total URLs decided by the seen test, by layer.\n"
+               "# TYPE crawld_dedup_decisions_total counter\n");
+    fprintf(f, "crawld_dedup_decisions_total{result=\"new\",layer=\"bloom_no\"} %llu\n",
+            (unsigned long long)st.dedup.new_bloom);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"new\",layer=\"sqlite\"} %llu\n",
+            (unsigned long long)st.dedup.new_verified);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"bloom_trusted\"} %llu\n",
+            (unsigned long long)st.dedup.dup_trusted);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"recent_cache\"} %llu\n",
+            (unsigned long long)st.dedup.dup_recent);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"sqlite\"} %llu\n",
+            (unsigned long long)st.dedup.dup_verified);
+    fprintf(f, "# TYPE crawld_false_positives_caught_total counter\n"
+               "crawld_false_positives_caught_total %llu\n",
+            (unsigned long long)st.dedup.new_verified);
+    fprintf(f, "# TYPE crawld_fpr_observed gauge\ncrawld_fpr_observed %.9g\n",
+            seen_observed_fpr(&st.dedup));
+    fprintf(f, "# TYPE crawld_fpr_bound gauge\ncrawld_fpr_bound %.9g\n", st.fpr_bound);
+    fprintf(f, "# TYPE crawld_fpr_predicted gauge\ncrawld_fpr_predicted %.9g\n", st.fpr_predicted);
+    bloom *bf = seen_bloom(c->s);
+    fprintf(f, "# HELP crawld_bloom_fill Set bits / bits, per shard and stage.\n"
+               "# TYPE crawld_bloom_fill gauge\n");
+    bloom_params bp;
+    bloom_get_params(bf, &bp);
+    for (unsigned sh = 0; sh < bp.shards; sh++)
+        for (unsigned stg = 0; stg < bloom_stage_count(bf, sh); stg++) {
+            bloom_stage_info si;
+            if (bloom_stage_info_get(bf, sh, stg, &si) == 0)
+                fprintf(f, "crawld_bloom_fill{shard=\"%u\",stage=\"%u\"} %.6f\n", sh, stg, si.fill);
+        }
+    fprintf(f, "# TYPE crawld_frontier_urls gauge\ncrawld_frontier_urls{where=\"memory\"} %lld\n"
+               "crawld_frontier_urls{where=\"sqlite\"} %lld\n",
+            (long long)st.frontier_mem, (long long)st.queued);
+    fprintf(f, "# TYPE crawld_hosts_active gauge\ncrawld_hosts_active %lld\n",
+            (long long)st.hosts_active);
+    fprintf(f, "# TYPE crawld_in_flight gauge\ncrawld_in_flight %lld\n", (long long)st.in_flight);
+}
+
+/* ---- close ------------------------------------------------------------- */
+
+int crawl_close(crawl *c)
+{
+    if (c == NULL)
+        return 0;
+    int rc = 0;
+    if (c->f) {
+        pthread_mutex_lock(&c->lock);
+        long grace = c->stop_level >= 2 ? 0 : GRACE_MS;
+        pthread_mutex_unlock(&c->lock);
+        fetcher_stop(c->f, grace);
+        fetcher_free(c->f);
+    }
+    for (unsigned i = 0; c->threads && i < c->nthreads; i++) {
+        url_canon_free(c->threads[i].uc);
+        for (int k = 0; k < c->threads[i].npool; k++)
+            links_free(c->threads[i].pool[k]);
+    }
+    cr_free(c->threads);
+    if (c->d && c->s && c->fr) {
+        persist_stats(c);
+        snapshot(c);
+    }
+    frontier_free(c->fr);
+    if (c->w && warc_close(c->w) < 0)
+        rc = -EIO;
+    seen_free(c->s);
+    verifier_free(c->ver);
+    scope_free(c->sc);
+    if (c->d && db_close(c->d) < 0)
+        rc = -EIO;
+    url_canon_free(c->uc);
+    cr_free(c->hops);
+    pthread_cond_destroy(&c->wake);
+    pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->api_lock);
+    cr_free(c);
+    return rc;
+}

@@ -1,0 +1,641 @@
+/* tests/test_crawl: `crawld run` end to end against the local test site.
+ *
+ * The site prints the exact set of URLs a correct crawl fetches
+ * (--print-expected, with the same limits the crawl uses); its request log
+ * shows what the crawl really fetched. Each test runs crawld in its own
+ * state folder. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/buf.h"
+#include "tests/support/proc.h"
+#include "tests/support/testsite.h"
+
+static testsite site;
+static char workdir[128];
+
+#define PAGES "40"
+#define MAX_DEPTH "5"
+
+static const char *const site_args[] = { "--pages", PAGES, "--hosts", "4", "--delay-ms", "300",
+                                         "--big-bytes", "1500000", "--bomb-mib", "8", NULL };
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(workdir, sizeof workdir, "/tmp/crawld-test-crawl-XXXXXX");
+    if (mkdtemp(workdir) == NULL)
+        return -1;
+    return testsite_start(&site, site_args);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    testsite_stop(&site);
+    const char *argv[] = { "/bin/rm", "-rf", workdir, NULL };
+    proc_run(argv, NULL, 0, NULL, NULL);
+    return 0;
+}
+
+typedef struct cfgopts {
+    int delay_ms;
+    const char *max_depth; /* NULL: MAX_DEPTH */
+    bool daemon;
+    const char *listen;    /* NULL: API off */
+    const char *token;
+} cfgopts;
+
+/* A config for this site. Returns its path. */
+static const char *write_config(const char *name, const char *state_dir, const cfgopts *o)
+{
+    static char path[256];
+    static const cfgopts none = { 0 };
+    if (o == NULL)
+        o = &none;
+    snprintf(path, sizeof path, "%s/%s.toml", workdir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    int p = site.port;
+    fprintf(f,
+            "[crawl]\nseeds = [\"http://a.test:%d/\"]\nmax_depth = %s\ndaemon = %s\n"
+            "[fetch]\nresolve = [\"a.test:%d:127.0.0.1\", \"b.test:%d:127.0.0.1\", "
+            "\"c.test:%d:127.0.0.1\", \"d.test:%d:127.0.0.1\"]\n"
+            "timeout_ms = 5000\nmax_body_bytes = 1048576\nconnections = 16\n"
+            "[politeness]\ndelay_ms = %d\ndelay_factor = 0.0\nbackoff_ms = 50\n"
+            "max_retry_after_s = 2\n"
+            "[storage]\nstate_dir = \"%s\"\n"
+            "[dedup]\nsnapshot_interval_s = 1\n"
+            "[control]\nlisten = \"%s\"\ntoken = \"%s\"\n",
+            p, o->max_depth ? o->max_depth : MAX_DEPTH, o->daemon ? "true" : "false", p, p, p, p,
+            o->delay_ms, state_dir, o->listen ? o->listen : "", o->token ? o->token : "");
+    fclose(f);
+    return path;
+}
+
+static char *state_dir(const char *name)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", workdir, name);
+    return path;
+}
+
+/* ---- sets of URLs ------------------------------------------------------ */
+
+typedef struct set {
+    char **v;
+    size_t n, cap;
+} set;
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void set_add(set *s, const char *u)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 256;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = strdup(u);
+}
+
+static void set_sort_unique(set *s)
+{
+    qsort(s->v, s->n, sizeof *s->v, cmp_str);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (k > 0 && strcmp(s->v[k - 1], s->v[i]) == 0) {
+            free(s->v[i]);
+            continue;
+        }
+        s->v[k++] = s->v[i];
+    }
+    s->n = k;
+}
+
+static bool set_has(const set *s, const char *u)
+{
+    return bsearch(&u, s->v, s->n, sizeof *s->v, cmp_str) != NULL;
+}
+
+static void set_free(set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* The site's exact answer for a host-scoped crawl from a.test with the
+ * limits and trap defaults of write_config. */
+static void expected(set *out)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", site.port);
+    const char *args[] = { "--pages", PAGES, "--hosts", "4", "--port", port,
+                           "--print-expected", "host", "--max-depth", MAX_DEPTH,
+                           "--with-robots", "--fetch-requisites", "--max-path-depth", "32",
+                           "--max-repeat-segment", "3", "--max-query-params", "32",
+                           "--max-url-length", "2048", NULL };
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(testsite_run(args, &text, &len), 0);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        set_add(out, line);
+    free(text);
+    set_sort_unique(out);
+    assert_true(out->n > 100);
+}
+
+/* What the log shows fetched since line `from` (log lines before it belong
+ * to earlier tests): URLs into fetched; *dups gets the URLs fetched more
+ * than once with a final answer (5xx and 429 are retried by design), not
+ * counting robots.txt (fetched once per run). */
+static size_t fetched_since(size_t from, set *fetched, size_t *dups)
+{
+    testsite_req *v;
+    size_t n;
+    assert_int_equal(testsite_log_read(&site, &v, &n), 0);
+    set final = { 0 };
+    for (size_t i = from; i < n; i++) {
+        char url[4096];
+        snprintf(url, sizeof url, "http://%s:%d%s", v[i].host, site.port, v[i].target);
+        set_add(fetched, url);
+        if (v[i].status < 500 && v[i].status != 429 && strstr(v[i].target, "/robots.txt") == NULL)
+            set_add(&final, url);
+    }
+    size_t before = final.n;
+    set_sort_unique(&final);
+    if (dups)
+        *dups = before - final.n;
+    set_free(&final);
+    set_sort_unique(fetched);
+    testsite_log_free(v, n);
+    return n;
+}
+
+static size_t log_lines(void)
+{
+    testsite_req *v;
+    size_t n;
+    assert_int_equal(testsite_log_read(&site, &v, &n), 0);
+    testsite_log_free(v, n);
+    return n;
+}
+
+static void assert_same(const set *want, const set *got)
+{
+    int bad = 0;
+    for (size_t i = 0; i < want->n; i++)
+        if (!set_has(got, want->v[i]) && bad++ < 10)
+            print_error("expected but not fetched: %s\n", want->v[i]);
+    for (size_t i = 0; i < got->n; i++)
+        if (!set_has(want, got->v[i]) && bad++ < 20)
+            print_error("fetched but not expected: %s\n", got->v[i]);
+    if (bad)
+        fail_msg("%d differences between the expected and the fetched set", bad);
+}
+
+static int run_crawl(const char *cfg, cr_buf *err)
+{
+    return proc_crawld((const char *const[]){ "run", "-c", cfg, NULL }, NULL, NULL, err);
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void full_crawl_fetches_the_exact_set_once(void **state)
+{
+    (void)state;
+    size_t from = log_lines();
+    const char *cfg = write_config("full", state_dir("full"), NULL);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    int rc = run_crawl(cfg, &err);
+    if (rc != 0)
+        fail_msg("crawld run exited %d: %s", rc, err.data);
+    assert_non_null(strstr(err.data, "frontier drained"));
+    set want = { 0 }, got = { 0 };
+    expected(&want);
+    size_t dups = 0;
+    fetched_since(from, &got, &dups);
+    assert_same(&want, &got);
+    assert_int_equal(dups, 0);
+
+    /* crawld stats prints the same summary from the database */
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    assert_int_equal(proc_crawld((const char *const[]){ "stats", "--state", state_dir("full"),
+                                                        NULL },
+                                 NULL, &out, NULL),
+                     0);
+    const char *dedup = strstr(err.data, "dedup:\n");
+    assert_non_null(dedup);
+    assert_non_null(strstr(out.data, "dedup:\n"));
+    assert_memory_equal(strstr(out.data, "dedup:\n"), dedup, strlen(dedup));
+    cr_buf_release(&out);
+    cr_buf_release(&err);
+    set_free(&want);
+    set_free(&got);
+}
+
+static void second_run_fetches_nothing_again(void **state)
+{
+    (void)state;
+    const char *cfg = write_config("full", state_dir("full"), NULL);
+    size_t from = log_lines();
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    assert_int_equal(run_crawl(cfg, &err), 0);
+    set got = { 0 };
+    fetched_since(from, &got, NULL);
+    for (size_t i = 0; i < got.n; i++)
+        if (strstr(got.v[i], "/robots.txt") == NULL)
+            fail_msg("fetched again on resume: %s", got.v[i]);
+    set_free(&got);
+    cr_buf_release(&err);
+}
+
+/* Starts crawld in the background with stderr to a file. */
+static pid_t spawn_crawl(const char *cfg, const char *errfile)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fe = open(errfile, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        int fn = open("/dev/null", O_RDWR);
+        dup2(fn, 0);
+        dup2(fn, 1);
+        dup2(fe, 2);
+        execl(proc_crawld_path(), "crawld", "run", "-c", cfg, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+}
+
+/* Waits until the site logged `more` requests since `from` (or 20 s). */
+static void wait_requests(size_t from, size_t more)
+{
+    for (int i = 0; i < 2000 && log_lines() < from + more; i++)
+        sleep_ms(10);
+}
+
+static int wait_exit(pid_t pid)
+{
+    int status;
+    for (int i = 0; i < 6000; i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    fail_msg("crawld did not exit within 60 s");
+    return -1;
+}
+
+static void sigterm_stops_cleanly_and_resume_completes(void **state)
+{
+    (void)state;
+    const char *cfg = write_config("term", state_dir("term"), NULL);
+    char errfile[256];
+    snprintf(errfile, sizeof errfile, "%s/term.err", workdir);
+    size_t from = log_lines();
+    pid_t pid = spawn_crawl(cfg, errfile);
+    wait_requests(from, 60);
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid), 0);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    assert_int_equal(run_crawl(cfg, &err), 0);
+    set want = { 0 }, got = { 0 };
+    expected(&want);
+    size_t dups = 0;
+    fetched_since(from, &got, &dups);
+    assert_same(&want, &got);
+    assert_int_equal(dups, 0); /* a graceful stop loses and repeats nothing */
+    set_free(&want);
+    set_free(&got);
+    cr_buf_release(&err);
+}
+
+/* Sums the "N URLs were in flight at the crash" figures in text. */
+static long in_flight_reported(const char *text)
+{
+    long sum = 0;
+    for (const char *p = text; (p = strstr(p, "crawld: ")) != NULL; p++) {
+        long n;
+        if (sscanf(p, "crawld: %ld URLs were in flight at the crash", &n) == 1)
+            sum += n;
+    }
+    return sum;
+}
+
+static void sigkill_at_random_points_loses_nothing(void **state)
+{
+    (void)state;
+    const char *cfg = write_config("kill", state_dir("kill"), NULL);
+    char errfile[256];
+    snprintf(errfile, sizeof errfile, "%s/kill.err", workdir);
+    size_t from = log_lines();
+    srand((unsigned)time(NULL));
+    for (int k = 0; k < 3; k++) {
+        size_t now = log_lines();
+        pid_t pid = spawn_crawl(cfg, errfile);
+        wait_requests(now, 10 + (size_t)(rand() % 40));
+        kill(pid, SIGKILL);
+        int status;
+        waitpid(pid, &status, 0);
+    }
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    assert_int_equal(run_crawl(cfg, &err), 0);
+    set want = { 0 }, got = { 0 };
+    expected(&want);
+    size_t dups = 0;
+    fetched_since(from, &got, &dups);
+    assert_same(&want, &got);
+    /* only URLs in flight at a kill are fetched again, and crawld says so */
+    FILE *f = fopen(errfile, "r");
+    static char text[1 << 20];
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+        fclose(f);
+    long reported = in_flight_reported(text) + in_flight_reported(err.data);
+    if ((long)dups > reported)
+        fail_msg("%zu URLs fetched twice, %ld reported in flight at the crashes", dups, reported);
+    set_free(&want);
+    set_free(&got);
+    cr_buf_release(&err);
+}
+
+static void politeness_spacing_is_kept(void **state)
+{
+    (void)state;
+    const int delay = 120;
+    cfgopts o = { .delay_ms = delay, .max_depth = "1" };
+    const char *cfg = write_config("polite", state_dir("polite"), &o);
+    size_t from = log_lines();
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    int rc = run_crawl(cfg, &err);
+    if (rc != 0)
+        fail_msg("crawld run: %s", err.data);
+    testsite_req *v;
+    size_t total;
+    assert_int_equal(testsite_log_read(&site, &v, &total), 0);
+    size_t checked = 0;
+    for (size_t i = from; i < total; i++)
+        for (size_t j = i + 1; j < total; j++) {
+            if (strcmp(v[i].host, v[j].host) != 0)
+                continue;
+            /* the request after i on this host */
+            long long gap = v[j].ms - v[i].ms;
+            if (gap < delay)
+                fail_msg("%s: %s then %s only %lld ms apart (delay %d ms)", v[i].host,
+                         v[i].target, v[j].target, gap, delay);
+            checked++;
+            break;
+        }
+    assert_true(checked > 10);
+    testsite_log_free(v, total);
+    cr_buf_release(&err);
+}
+
+/* ---- the control API --------------------------------------------------- */
+
+typedef struct http {
+    long status;
+    cr_buf body;
+} http;
+
+static size_t collect(char *p, size_t size, size_t n, void *ud)
+{
+    cr_buf_append(ud, p, size * n);
+    return size * n;
+}
+
+static http request(const char *addr, const char *method, const char *path, const char *body,
+                    const char *token)
+{
+    http h = { 0, { 0 } };
+    cr_buf_init(&h.body, 0);
+    CURL *e = curl_easy_init();
+    char url[256], auth[256];
+    snprintf(url, sizeof url, "http://%s%s", addr, path);
+    struct curl_slist *hdr = NULL;
+    if (token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        hdr = curl_slist_append(hdr, auth);
+    }
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    if (body)
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &h.body);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+    if (curl_easy_perform(e) == CURLE_OK)
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &h.status);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(e);
+    if (h.body.data == NULL)
+        cr_buf_puts(&h.body, "");
+    return h;
+}
+
+/* Starts a daemon-mode crawl with the API on a free port; addr gets it. */
+static pid_t start_daemon(const char *name, const char *token, char *addr)
+{
+    cfgopts o = { .daemon = true, .listen = "127.0.0.1:0", .token = token };
+    const char *cfg = write_config(name, state_dir(name), &o);
+    char text[4096];
+    size_t n;
+    FILE *f;
+    char errfile[256];
+    snprintf(errfile, sizeof errfile, "%s/%s.err", workdir, name);
+    pid_t pid = spawn_crawl(cfg, errfile);
+    for (int i = 0; i < 1000; i++) {
+        f = fopen(errfile, "r");
+        if (f) {
+            n = fread(text, 1, sizeof text - 1, f);
+            text[n] = '\0';
+            fclose(f);
+            char *p = strstr(text, "control API on ");
+            if (p && sscanf(p, "control API on %63[0-9.:]", addr) == 1)
+                return pid;
+        }
+        sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    fail_msg("the daemon printed no control address: %s", text);
+    return -1;
+}
+
+static void control_api_endpoints(void **state)
+{
+    (void)state;
+    char addr[64];
+    pid_t pid = start_daemon("api", NULL, addr);
+    http h = request(addr, "GET", "/metrics", NULL, NULL);
+    assert_int_equal(h.status, 200);
+    assert_non_null(strstr(h.body.data, "crawld_dedup_decisions_total{"));
+    assert_non_null(strstr(h.body.data, "crawld_fpr_bound"));
+    cr_buf_release(&h.body);
+
+    h = request(addr, "GET", "/v1/status", NULL, NULL);
+    assert_int_equal(h.status, 200);
+    json_error_t jerr;
+    json_t *j = json_loads(h.body.data, 0, &jerr);
+    assert_non_null(j);
+    assert_non_null(json_object_get(j, "dedup"));
+    json_decref(j);
+    cr_buf_release(&h.body);
+
+    char body[256];
+    snprintf(body, sizeof body, "{\"urls\": [\"http://b.test:%d/\", \"mailto:x@y\"]}", site.port);
+    h = request(addr, "POST", "/v1/seeds", body, NULL);
+    assert_int_equal(h.status, 200);
+    j = json_loads(h.body.data, 0, &jerr);
+    assert_int_equal(json_integer_value(json_object_get(j, "queued")), 1);
+    assert_int_equal(json_array_size(json_object_get(j, "rejected")), 1);
+    json_decref(j);
+    cr_buf_release(&h.body);
+
+    snprintf(body, sizeof body,
+             "{\"urls\": [\"http://x.example/1\", \"http://x.example/1#f\", \"http://x.example/2\"]}");
+    h = request(addr, "POST", "/v1/dedup", body, NULL);
+    assert_int_equal(h.status, 200);
+    j = json_loads(h.body.data, 0, &jerr);
+    assert_int_equal(json_array_size(json_object_get(j, "new")), 2);
+    assert_int_equal(json_integer_value(json_object_get(j, "duplicates")), 1);
+    json_decref(j);
+    cr_buf_release(&h.body);
+    h = request(addr, "POST", "/v1/dedup", body, NULL); /* asked again: nothing new */
+    j = json_loads(h.body.data, 0, &jerr);
+    assert_int_equal(json_array_size(json_object_get(j, "new")), 0);
+    json_decref(j);
+    cr_buf_release(&h.body);
+
+    struct {
+        const char *method, *path, *body;
+        long status;
+    } bad[] = {
+        { "POST", "/v1/seeds", "{not json", 400 },
+        { "POST", "/v1/seeds", "{\"urls\": [1]}", 400 },
+        { "POST", "/v1/dedup", "[]", 400 },
+        { "GET", "/v1/seeds", NULL, 405 },
+        { "POST", "/metrics", "", 405 },
+        { "GET", "/nope", NULL, 404 },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        h = request(addr, bad[i].method, bad[i].path, bad[i].body, NULL);
+        if (h.status != bad[i].status)
+            fail_msg("%s %s: %ld, want %ld", bad[i].method, bad[i].path, h.status, bad[i].status);
+        j = json_loads(h.body.data, 0, &jerr);
+        assert_non_null(json_object_get(j, "error"));
+        json_decref(j);
+        cr_buf_release(&h.body);
+    }
+    char *big = malloc(2 << 20);
+    memset(big, 'x', (2 << 20) - 1);
+    big[(2 << 20) - 1] = '\0';
+    h = request(addr, "POST", "/v1/seeds", big, NULL);
+    assert_int_equal(h.status, 413);
+    cr_buf_release(&h.body);
+    free(big);
+
+    h = request(addr, "POST", "/v1/pause", "", NULL);
+    assert_int_equal(h.status, 200);
+    cr_buf_release(&h.body);
+    h = request(addr, "GET", "/v1/status", NULL, NULL);
+    assert_non_null(strstr(h.body.data, "\"paused\":true"));
+    cr_buf_release(&h.body);
+    h = request(addr, "POST", "/v1/resume", "", NULL);
+    assert_int_equal(h.status, 200);
+    cr_buf_release(&h.body);
+    h = request(addr, "POST", "/v1/shutdown", "", NULL);
+    assert_int_equal(h.status, 200);
+    cr_buf_release(&h.body);
+    assert_int_equal(wait_exit(pid), 0);
+}
+
+static void control_api_token(void **state)
+{
+    (void)state;
+    char addr[64];
+    pid_t pid = start_daemon("token", "s3cret", addr);
+    http h = request(addr, "GET", "/v1/status", NULL, NULL);
+    assert_int_equal(h.status, 401);
+    cr_buf_release(&h.body);
+    h = request(addr, "GET", "/v1/status", NULL, "wrong");
+    assert_int_equal(h.status, 401);
+    cr_buf_release(&h.body);
+    h = request(addr, "GET", "/v1/status", NULL, "s3cret");
+    assert_int_equal(h.status, 200);
+    cr_buf_release(&h.body);
+    h = request(addr, "POST", "/v1/shutdown", "", "s3cret");
+    assert_int_equal(h.status, 200);
+    cr_buf_release(&h.body);
+    assert_int_equal(wait_exit(pid), 0);
+}
+
+static void non_loopback_api_needs_a_token(void **state)
+{
+    (void)state;
+    const char *cfg = write_config("open", state_dir("open"), NULL);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    int rc = proc_crawld((const char *const[]){ "run", "-c", cfg, "--set",
+                                                "control.listen=\"0.0.0.0:0\"", NULL },
+                         NULL, NULL, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err.data, "set control.token"));
+    cr_buf_release(&err);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(full_crawl_fetches_the_exact_set_once),
+        cmocka_unit_test(second_run_fetches_nothing_again),
+        cmocka_unit_test(sigterm_stops_cleanly_and_resume_completes),
+        cmocka_unit_test(sigkill_at_random_points_loses_nothing),
+        cmocka_unit_test(politeness_spacing_is_kept),
+        cmocka_unit_test(control_api_endpoints),
+        cmocka_unit_test(control_api_token),
+        cmocka_unit_test(non_loopback_api_needs_a_token),
+    };
+    int rc = cmocka_run_group_tests_name("crawl", tests, group_setup, group_teardown);
+    curl_global_cleanup();
+    return rc;
+}
