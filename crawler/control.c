@@ -30,6 +30,7 @@ struct control {
 typedef struct request {
     cr_buf body;
     bool too_big;
+    bool shutdown; /* stop the crawl once the answer is sent */
 } request;
 
 static bool is_loopback(const struct sockaddr_in *a)
@@ -152,7 +153,7 @@ static mhd_result handle_urls(control *ctl, struct MHD_Connection *con, const cr
 }
 
 static mhd_result route(control *ctl, struct MHD_Connection *con, const char *url,
-                        const char *method, const cr_buf *body)
+                        const char *method, request *rq)
 {
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     if (strcmp(url, "/metrics") == 0 || strcmp(url, "/v1/status") == 0) {
@@ -177,15 +178,15 @@ static mhd_result route(control *ctl, struct MHD_Connection *con, const char *ur
     if (!post)
         return send_error(con, 405, "use POST");
     if (strcmp(url, "/v1/seeds") == 0)
-        return handle_urls(ctl, con, body, false);
+        return handle_urls(ctl, con, &rq->body, false);
     if (strcmp(url, "/v1/dedup") == 0)
-        return handle_urls(ctl, con, body, true);
+        return handle_urls(ctl, con, &rq->body, true);
     if (strcmp(url, "/v1/pause") == 0)
         crawl_pause(ctl->c);
     else if (strcmp(url, "/v1/resume") == 0)
         crawl_resume(ctl->c);
     else
-        crawl_stop(ctl->c);
+        rq->shutdown = true; /* after the answer: stopping closes this server */
     return send_json(con, 200, json_pack("{s:b}", "ok", 1));
 }
 
@@ -217,16 +218,18 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
     }
     if (rq->too_big)
         return send_error(con, 413, "request body too large");
-    return route(ctl, con, url, method, &rq->body);
+    return route(ctl, con, url, method, rq);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
     (void)con;
     (void)toe;
+    control *ctl = cls;
     request *rq = *con_cls;
+    if (rq && rq->shutdown)
+        crawl_stop(ctl->c);
     if (rq) {
         cr_buf_release(&rq->body);
         cr_free(rq);

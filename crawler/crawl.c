@@ -129,6 +129,15 @@ static int64_t mono_ms(void)
 
 static void persist_stats(crawl *c);
 
+/* The end of a response, rounded up: the frontier spaces the next request
+ * from it, and rounding down could start that request up to 1 ms early. */
+static int64_t mono_ms_ceil(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + (ts.tv_nsec + 999999) / 1000000;
+}
+
 static void bump(atomic_uint_fast64_t *x) { atomic_fetch_add_explicit(x, 1, memory_order_relaxed); }
 
 static void nudge(crawl *c)
@@ -419,7 +428,7 @@ static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
     frontier_outcome o = { .status = status, .error = error_kind(r->error),
                            .response_ms = r->total_ms, .retry_after_s = j->retry_after_s,
                            .bytes = (int64_t)j->body.len, .content_type = j->ctype };
-    frontier_robots_done(c->fr, &j->fj, &o, j->body.data, j->body.len, mono_ms());
+    frontier_robots_done(c->fr, &j->fj, &o, j->body.data, j->body.len, mono_ms_ceil());
 }
 
 static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
@@ -489,7 +498,7 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
                            .error_text = reason[0] ? reason : NULL, .response_ms = r->total_ms,
                            .retry_after_s = j->retry_after_s, .bytes = (int64_t)r->decoded_bytes,
                            .content_type = j->ctype };
-    frontier_done(c->fr, &j->fj, &o, mono_ms());
+    frontier_done(c->fr, &j->fj, &o, mono_ms_ceil());
     fjob_free(j);
     nudge(c);
 }
