@@ -104,11 +104,11 @@ static void print_status(crawl *c, FILE *f, bool tty)
     uint64_t dups = st.dedup.dup_trusted + st.dedup.dup_recent + st.dedup.dup_verified;
     double dup_pct = st.dedup.keys ? 100.0 * (double)dups / (double)st.dedup.keys : 0.0;
     fprintf(f,
-            "%s%6.0fs pages %llu (%.1f/s) frontier %lld+%lld hosts %lld dup-skip %.1f%% "
+            "%s%6.0fs pages %llu (%.1f/s) frontier %lld (%lld in memory) hosts %lld dup-skip %.1f%% "
             "FPR %.4f%% (bound %.2f%%) fill %.3f%s%s",
             tty ? "\r\033[K" : "crawld: ", st.elapsed_s, (unsigned long long)st.pages,
-            st.elapsed_s > 0 ? (double)st.pages / st.elapsed_s : 0.0, (long long)st.frontier_mem,
-            (long long)st.queued, (long long)st.hosts_active, dup_pct,
+            st.elapsed_s > 0 ? (double)st.pages / st.elapsed_s : 0.0, (long long)st.queued,
+            (long long)st.frontier_mem, (long long)st.hosts_active, dup_pct,
             100.0 * seen_observed_fpr(&st.dedup), 100.0 * st.fpr_bound, st.bloom_fill,
             st.paused ? " [paused]" : "", tty ? "" : "\n");
     fflush(f);
