@@ -120,6 +120,8 @@ static void set_add(set *s, const char *u)
 
 static void set_sort_unique(set *s)
 {
+    if (s->n == 0)
+        return;
     qsort(s->v, s->n, sizeof *s->v, cmp_str);
     size_t k = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -134,6 +136,8 @@ static void set_sort_unique(set *s)
 
 static bool set_has(const set *s, const char *u)
 {
+    if (s->n == 0)
+        return false;
     return bsearch(&u, s->v, s->n, sizeof *s->v, cmp_str) != NULL;
 }
 
