@@ -911,6 +911,15 @@ json_t *crawl_status_json(crawl *c)
         "dedup", summary_dedup_json(&st.dedup, &bs),
         "paused", st.paused, "stopping", st.stopping, "done", st.done, "recovered_in_flight",
         (json_int_t)st.recovered_in_flight);
+    uint64_t verdicts[SCOPE_VERDICT_COUNT];
+    scope_get_counts(c->sc, verdicts);
+    json_t *rej = json_object();
+    for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)
+        json_object_set_new(rej, scope_verdict_name(v), json_integer((json_int_t)verdicts[v]));
+    if (j)
+        json_object_set_new(j, "scope_rejects", rej);
+    else
+        json_decref(rej);
     if (j && c->w)
         json_object_set_new(j, "archive", json_pack("{s:I, s:I}", "responses",
                                                     (json_int_t)st.archived, "revisits",
@@ -989,6 +998,13 @@ void crawl_metrics(crawl *c, FILE *f)
     fprintf(f, "# TYPE crawld_hosts_active gauge\ncrawld_hosts_active %lld\n",
             (long long)st.hosts_active);
     fprintf(f, "# TYPE crawld_in_flight gauge\ncrawld_in_flight %lld\n", (long long)st.in_flight);
+    uint64_t verdicts[SCOPE_VERDICT_COUNT];
+    scope_get_counts(c->sc, verdicts);
+    fprintf(f, "# HELP crawld_scope_rejects_total Links not followed, by reason (scope, depth, traps).\n"
+               "# TYPE crawld_scope_rejects_total counter\n");
+    for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)
+        fprintf(f, "crawld_scope_rejects_total{reason=\"%s\"} %llu\n", scope_verdict_name(v),
+                (unsigned long long)verdicts[v]);
 }
 
 /* ---- close ------------------------------------------------------------- */

@@ -101,6 +101,15 @@ void summary_crawl_print(FILE *f, const json_t *st)
                "or limits, %lld nofollow skipped; %lld redirects (%lld past max_redirects)\n",
             geti(st, "links"), geti(st, "links_rejected"), geti(st, "links_out_of_scope"),
             geti(st, "nofollow_skipped"), geti(st, "redirects"), geti(st, "redirects_too_long"));
+    const json_t *rej = json_object_get(st, "scope_rejects");
+    if (json_object_size(rej)) {
+        fprintf(f, "  not followed:");
+        const char *why;
+        const json_t *cnt;
+        json_object_foreach((json_t *)rej, why, cnt) fprintf(f, " %s %lld", why,
+                                                            (long long)json_integer_value(cnt));
+        fputc('\n', f);
+    }
     fprintf(f, "  frontier: %lld done, %lld failed, %lld retries, %lld excluded by robots.txt, "
                "%lld politeness waits, %lld queued in memory, %lld hosts active\n",
             geti(st, "frontier.done"), geti(st, "frontier.failed"), geti(st, "frontier.retries"),
