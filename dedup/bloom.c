@@ -6,18 +6,19 @@
  * one line (two adjacent ones for 2-line blocks) instead of k random lines.
  * Chosen over Kirsch-Mitzenmacher double hashing across the whole array
  * (k-probe) by measurement; bench/bench_bloom.c prints both, same
- * fingerprint, same atomics, 2 MB pages for both, 2-core EPYC VM:
- *   - one call per key, the two are equally fast (out of cache ~150 ns
- *     either way): a lone query waits for one memory round trip in both,
- *     because k-probe's k loads are independent and overlap;
+ * fingerprint, same atomics, 2 MB pages for both (2-core EPYC VM, 32M keys,
+ * 38 MB, several runs):
+ *   - one call per key, they are close (blocked 0-30% faster, ~90-150 ns
+ *     per query either way): a lone query waits for about one memory round
+ *     trip in both, because k-probe's k loads are independent and overlap;
  *   - batched calls (bloom_query_many/bloom_add_many, prefetching 12 keys
- *     ahead), blocked is 1.7-1.8x faster out of cache (queries ~50 vs
- *     ~85 ns, inserts ~64 vs ~108 ns at 48M keys): k-probe moves 7 lines
- *     per key through the memory system, blocked one;
+ *     ahead), blocked is ~2x faster: queries ~30 vs ~55-70 ns, inserts ~47
+ *     vs ~83 ns, because k-probe moves 7 lines per key through the memory
+ *     system and blocked one;
  *   - blocked costs 3.6% more memory at 1% (9.92 vs 9.59 bits per key).
  * The crawler checks links a page at a time, so the batched figures are
- * the ones that count, and only blocked can reach the 30-50 ns out of
- * cache the design asks for.
+ * the ones that count, and only the blocked layout reaches the 30-50 ns out
+ * of cache the design asks for.
  *
  * Sizing. Blocking raises the false-positive rate at the same bits per
  * key: blocks receive a Poisson-distributed number of keys and the crowded
