@@ -6,18 +6,19 @@
  * one line (two adjacent ones for 2-line blocks) instead of k random lines.
  * Chosen over Kirsch-Mitzenmacher double hashing across the whole array
  * (k-probe) by measurement; bench/bench_bloom.c prints both, same
- * fingerprint, same atomics, 2 MB pages for both, 2-core EPYC VM:
- *   - one call per key, the two are equally fast (out of cache ~150 ns
- *     either way): a lone query waits for one memory round trip in both,
- *     because k-probe's k loads are independent and overlap;
+ * fingerprint, same atomics, 2 MB pages for both (2-core EPYC VM, 32M keys,
+ * 38 MB, several runs):
+ *   - one call per key, they are close (blocked 0-30% faster, ~90-150 ns
+ *     per query either way): a lone query waits for about one memory round
+ *     trip in both, because k-probe's k loads are independent and overlap;
  *   - batched calls (bloom_query_many/bloom_add_many, prefetching 12 keys
- *     ahead), blocked is 1.7-1.8x faster out of cache (queries ~50 vs
- *     ~85 ns, inserts ~64 vs ~108 ns at 48M keys): k-probe moves 7 lines
- *     per key through the memory system, blocked one;
+ *     ahead), blocked is ~2x faster: queries ~30 vs ~55-70 ns, inserts ~47
+ *     vs ~83 ns, because k-probe moves 7 lines per key through the memory
+ *     system and blocked one;
  *   - blocked costs 3.6% more memory at 1% (9.92 vs 9.59 bits per key).
  * The crawler checks links a page at a time, so the batched figures are
- * the ones that count, and only blocked can reach the 30-50 ns out of
- * cache the design asks for.
+ * the ones that count, and only the blocked layout reaches the 30-50 ns out
+ * of cache the design asks for.
  *
  * Sizing. Blocking raises the false-positive rate at the same bits per
  * key: blocks receive a Poisson-distributed number of keys and the crowded
@@ -57,8 +58,9 @@
  * into the array and then published by a release store of nstages, so a
  * reader that acquires nstages sees complete stages. shard.lock is taken
  * only to append a stage (and by bloom_save, for all shards in index
- * order); geom_lock (taken inside a shard lock) guards the memo of stage
- * geometries. Counts are kept per stage in NSLOT cache-line-padded slots,
+ * order); geom_lock and arena_lock (each taken alone, inside a shard lock)
+ * guard the memo of stage geometries and the huge-page chunks that small
+ * stages are carved from. Counts are kept per stage in NSLOT cache-line-padded slots,
  * one per thread (modulo NSLOT), so concurrent adders do not bounce a shared
  * counter; the stage-full test sums the slots every qmask+1 adds of a slot,
  * which may overfill a stage by a small fraction of its capacity (at most
@@ -138,6 +140,17 @@ struct geom {
     unsigned k, lines;
 };
 
+/* Stages smaller than a huge page are carved out of ARENA_CHUNK-sized,
+ * 2 MB-aligned chunks on transparent huge pages, when the filter is big
+ * enough for that to matter (else every probe of a 16-shard filter of
+ * tens of MB would miss the TLB). Chunks live until bloom_free. */
+#define ARENA_CHUNK (UINT64_C(4) << 20)
+
+struct chunk {
+    struct chunk *next;
+    void *raw;
+};
+
 struct bloom {
     bloom_params params;
     uint64_t shard_mask;
@@ -146,6 +159,11 @@ struct bloom {
     struct shard *shards;
     pthread_mutex_t geom_lock;
     struct geom geom[BLOOM_MAX_STAGES];
+    int arena_on;                 /* set before the first stage is made */
+    pthread_mutex_t arena_lock;   /* taken inside a shard lock */
+    struct chunk *chunks;
+    uintptr_t arena_base;         /* the current chunk */
+    uint64_t arena_used;
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -286,12 +304,38 @@ static void stage_free(struct stage *st)
 {
     if (st == NULL)
         return;
-    cr_free(st->raw);
+    cr_free(st->raw); /* NULL for arena stages */
     cr_free(st);
 }
 
-static struct stage *stage_alloc(unsigned index, uint64_t nblocks, unsigned k, unsigned lines,
-                                 uint64_t capacity, double error)
+/* bytes (a multiple of 128) of zeroed arena memory, or NULL. */
+static void *arena_alloc(bloom *bf, uint64_t bytes)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&bf->arena_lock);
+    if (bf->arena_base == 0 || bf->arena_used + bytes > ARENA_CHUNK) {
+        struct chunk *c = cr_malloc(sizeof *c);
+        void *raw = c == NULL ? NULL : cr_calloc(1, (size_t)(ARENA_CHUNK + HUGE_PAGE));
+        if (raw == NULL) {
+            cr_free(c);
+            goto out;
+        }
+        c->raw = raw;
+        c->next = bf->chunks;
+        bf->chunks = c;
+        bf->arena_base = ((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+        bf->arena_used = 0;
+        (void)madvise((void *)bf->arena_base, (size_t)ARENA_CHUNK, MADV_HUGEPAGE);
+    }
+    p = (void *)(bf->arena_base + bf->arena_used);
+    bf->arena_used += bytes;
+out:
+    pthread_mutex_unlock(&bf->arena_lock);
+    return p;
+}
+
+static struct stage *stage_alloc(bloom *bf, unsigned index, uint64_t nblocks, unsigned k,
+                                 unsigned lines, uint64_t capacity, double error)
 {
     if (nblocks == 0 || nblocks > MAX_STAGE_BYTES / (64u * lines))
         return NULL;
@@ -299,21 +343,28 @@ static struct stage *stage_alloc(unsigned index, uint64_t nblocks, unsigned k, u
     if (st == NULL)
         return NULL;
     uint64_t bytes = nblocks * 64u * lines;
-    /* stages of 2 MB and more start on a 2 MB boundary and ask for
-     * transparent huge pages: a random probe then rarely misses the TLB.
-     * The padding is never touched, so it costs address space only. */
-    uint64_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 128;
-    uint64_t used = (bytes + NSLOT * sizeof(struct slot) + align - 1) & ~(align - 1);
-    st->raw = cr_calloc(1, (size_t)(used + align));
-    if (st->raw == NULL) {
+    uint64_t with_slots = bytes + NSLOT * sizeof(struct slot);
+    uintptr_t base;
+    st->raw = NULL;
+    if (bf->arena_on && with_slots <= ARENA_CHUNK / 2) {
+        base = (uintptr_t)arena_alloc(bf, (with_slots + 127) & ~(uint64_t)127);
+    } else {
+        /* stages of 2 MB and more start on a 2 MB boundary and ask for
+         * transparent huge pages: a random probe then rarely misses the
+         * TLB. The padding is never touched: it costs address space only. */
+        uint64_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 128;
+        uint64_t used = (with_slots + align - 1) & ~(align - 1);
+        st->raw = cr_calloc(1, (size_t)(used + align));
+        base = ((uintptr_t)st->raw + align - 1) & ~(uintptr_t)(align - 1);
+        if (st->raw != NULL && align == HUGE_PAGE)
+            (void)madvise((void *)base, (size_t)used, MADV_HUGEPAGE);
+    }
+    if (base == 0) {
         cr_free(st);
         return NULL;
     }
-    uintptr_t base = ((uintptr_t)st->raw + align - 1) & ~(uintptr_t)(align - 1);
     st->words = (_Atomic uint64_t *)base;
     st->slots = (struct slot *)(base + bytes);
-    if (align == HUGE_PAGE)
-        (void)madvise((void *)base, (size_t)used, MADV_HUGEPAGE);
     st->nblocks = nblocks;
     st->capacity = capacity;
     uint64_t q = 1;
@@ -340,20 +391,25 @@ static double stage_error(const bloom *bf, unsigned i)
     return bf->p0 * pow(bf->params.tightening, (double)i);
 }
 
-/* A new, empty stage i sized from the parameters (geometry memoized). */
-static struct stage *stage_create(bloom *bf, unsigned i)
+/* The geometry of stage i (memoized: every shard's stage i is the same). */
+static int stage_geom(bloom *bf, unsigned i, struct geom *g)
 {
-    uint64_t cap = stage_capacity(bf, i);
-    double err = stage_error(bf, i);
-    struct geom g;
     pthread_mutex_lock(&bf->geom_lock);
     if (bf->geom[i].ready == 0)
-        bf->geom[i].ready = size_stage(cap, err, bf->params.block_lines, &bf->geom[i]) == 0 ? 1 : -1;
-    g = bf->geom[i];
+        bf->geom[i].ready = size_stage(stage_capacity(bf, i), stage_error(bf, i),
+                                       bf->params.block_lines, &bf->geom[i]) == 0 ? 1 : -1;
+    *g = bf->geom[i];
     pthread_mutex_unlock(&bf->geom_lock);
-    if (g.ready != 1)
+    return g->ready == 1 ? 0 : -ENOMEM;
+}
+
+/* A new, empty stage i sized from the parameters. */
+static struct stage *stage_create(bloom *bf, unsigned i)
+{
+    struct geom g;
+    if (stage_geom(bf, i, &g) != 0)
         return NULL;
-    return stage_alloc(i, g.nblocks, g.k, g.lines, cap, err);
+    return stage_alloc(bf, i, g.nblocks, g.k, g.lines, stage_capacity(bf, i), stage_error(bf, i));
 }
 
 static inline uint64_t mix64(uint64_t z)
@@ -508,6 +564,13 @@ void bloom_free(bloom *bf)
         }
         cr_free(bf->shards);
     }
+    while (bf->chunks != NULL) {
+        struct chunk *c = bf->chunks;
+        bf->chunks = c->next;
+        cr_free(c->raw);
+        cr_free(c);
+    }
+    pthread_mutex_destroy(&bf->arena_lock);
     pthread_mutex_destroy(&bf->geom_lock);
     cr_free(bf);
 }
@@ -522,7 +585,7 @@ static int bloom_alloc(const bloom_params *p, bloom **out)
     if (bf == NULL)
         return -ENOMEM;
     unsigned s = 0;
-    int geom_lock = 0;
+    int geom_lock = 0, arena_lock = 0;
     bf->params = *p;
     bf->shard_mask = p->shards - 1;
     double share = (double)p->expected_items / p->shards;
@@ -537,6 +600,9 @@ static int bloom_alloc(const bloom_params *p, bloom **out)
     if (pthread_mutex_init(&bf->geom_lock, NULL) != 0)
         goto out;
     geom_lock = 1;
+    if (pthread_mutex_init(&bf->arena_lock, NULL) != 0)
+        goto out;
+    arena_lock = 1;
     bf->shards = cr_calloc(p->shards, sizeof *bf->shards);
     if (bf->shards == NULL)
         goto out;
@@ -553,6 +619,8 @@ out:
     while (s-- > 0)
         pthread_mutex_destroy(&bf->shards[s].lock);
     cr_free(bf->shards);
+    if (arena_lock)
+        pthread_mutex_destroy(&bf->arena_lock);
     if (geom_lock)
         pthread_mutex_destroy(&bf->geom_lock);
     cr_free(bf);
@@ -565,6 +633,12 @@ int bloom_new(const bloom_params *p, bloom **out)
     int rc = bloom_alloc(p, &bf);
     if (rc != 0)
         return rc;
+    struct geom g;
+    if (stage_geom(bf, 0, &g) != 0) {
+        bloom_free(bf);
+        return -ENOMEM;
+    }
+    bf->arena_on = g.nblocks * 64u * g.lines * p->shards >= HUGE_PAGE;
     for (unsigned s = 0; s < p->shards; s++) {
         struct stage *st = stage_create(bf, 0);
         if (st == NULL) {
@@ -1145,7 +1219,9 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
                 rc = -EBADMSG;
                 goto out;
             }
-            struct stage *st = stage_alloc(i, nb, k, lines, cap, e);
+            if (s == 0 && i == 0) /* as bloom_new would decide */
+                bf->arena_on = nb * 64u * lines * p.shards >= HUGE_PAGE;
+            struct stage *st = stage_alloc(bf, i, nb, k, lines, cap, e);
             if (st == NULL)
                 goto nomem;
             sh->stages[i] = st;

@@ -582,6 +582,34 @@ static void snapshot_round_trip_small(void **state)
     assert_int_equal(files_in_tmpdir(), 1);
 }
 
+/* A filter whose stages share huge-page chunks survives a round trip and
+ * keeps growing (into chunks of the loaded filter). */
+static void snapshot_round_trip_chunked(void **state)
+{
+    (void)state;
+    bloom *bf = new_filter(2000000, 0.01, 16, BLOOM_MAX_STAGES, 0);
+    for (uint64_t i = 0; i < 200000; i++)
+        add_key(bf, 'h', i);
+    char path[300], err[256];
+    tmp_path(path, sizeof path, "chunked.bloom");
+    assert_int_equal(bloom_save(bf, path, 5, err, sizeof err), 0);
+    bloom *back = NULL;
+    uint64_t hwm = 0;
+    assert_int_equal(bloom_load(path, &back, &hwm, err, sizeof err), 0);
+    assert_int_equal(count_missing(back, 'h', 200000), 0);
+    for (uint64_t i = 0; i < 20000; i++)
+        assert_int_equal(query_key(back, 'z', i), query_key(bf, 'z', i));
+    for (uint64_t i = 0; i < 3000000; i++) /* past capacity: every shard grows */
+        add_key(back, 'g', i);
+    bloom_stats st;
+    bloom_stats_get(back, &st);
+    assert_true(st.stages_min >= 2);
+    assert_int_equal(count_missing(back, 'g', 3000000), 0);
+    assert_int_equal(count_missing(back, 'h', 200000), 0);
+    bloom_free(back);
+    bloom_free(bf);
+}
+
 static void snapshot_refuses_truncated(void **state)
 {
     (void)state;
@@ -695,13 +723,12 @@ static void snapshot_save_reports_errors(void **state)
 
 /* ---- out of memory ------------------------------------------------------ */
 
-static void oom_in_new(void **state)
+static void check_oom_in_new(uint64_t n, unsigned shards)
 {
-    (void)state;
     bloom_params p;
     bloom_params_init(&p);
-    p.expected_items = 10000;
-    p.shards = 4;
+    p.expected_items = n;
+    p.shards = shards;
     int ok = 0;
     for (long i = 1; i < 100 && !ok; i++) {
         bloom *bf = NULL;
@@ -719,6 +746,13 @@ static void oom_in_new(void **state)
         }
     }
     assert_true(ok);
+}
+
+static void oom_in_new(void **state)
+{
+    (void)state;
+    check_oom_in_new(10000, 4);
+    check_oom_in_new(4000000, 16); /* small stages carved from huge-page chunks */
 }
 
 static void oom_while_growing_keeps_keys(void **state)
@@ -818,6 +852,7 @@ int main(void)
         cmocka_unit_test(max_stages_caps_the_chain),
         cmocka_unit_test(concurrent_adds_lose_nothing),
         cmocka_unit_test_setup_teardown(snapshot_round_trip_small, make_tmpdir, remove_tmpdir),
+        cmocka_unit_test_setup_teardown(snapshot_round_trip_chunked, make_tmpdir, remove_tmpdir),
         cmocka_unit_test_setup_teardown(snapshot_refuses_truncated, make_tmpdir, remove_tmpdir),
         cmocka_unit_test_setup_teardown(snapshot_refuses_flipped_byte, make_tmpdir, remove_tmpdir),
         cmocka_unit_test_setup_teardown(snapshot_refuses_foreign_files, make_tmpdir, remove_tmpdir),
