@@ -619,7 +619,19 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     if (cfg->archive.warc) {
         warc_opts wo;
         wire_warc_opts(cfg, c->archive_dir, sizeof c->archive_dir, &wo);
+        /* the warcinfo record's summary of how this crawl was configured */
+        cr_buf info;
+        cr_buf_init(&info, 16384);
+        cr_buf_printf(&info, "http-header-user-agent: %s\r\nrobots: %s\r\nscope: %s\r\n",
+                      cfg->crawl.user_agent, cfg->politeness.obey_robots ? "obey" : "ignore",
+                      config_scope_name(cfg->crawl.scope));
+        cr_buf_printf(&info, "politeness: delay_ms=%lld max_per_host=%lld\r\n",
+                      (long long)cfg->politeness.delay_ms, (long long)cfg->politeness.max_per_host);
+        for (size_t i = 0; i < cfg->crawl.seeds.n; i++)
+            cr_buf_printf(&info, "seed: %s\r\n", cfg->crawl.seeds.v[i]);
+        wo.info = info.data;
         c->w = warc_open(&wo, msg, sizeof msg);
+        cr_buf_release(&info);
         if (c->w == NULL) {
             snprintf(err, errlen, "archive: %s", msg);
             goto fail;
