@@ -15,7 +15,7 @@ static int add_set(cli_conf *cc, const char *cmd, const char *assignment)
     return 1;
 }
 
-int cli_conf_arg(cli_conf *cc, const char *cmd, int argc, char **argv, int *i)
+static int conf_arg(cli_conf *cc, const char *cmd, int argc, char **argv, int *i)
 {
     const char *a = argv[*i];
     bool is_config = strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0;
@@ -38,6 +38,17 @@ int cli_conf_arg(cli_conf *cc, const char *cmd, int argc, char **argv, int *i)
     if (strncmp(a, "--set=", 6) == 0)
         return add_set(cc, cmd, a + 6);
     return 0;
+}
+
+int cli_common_arg(cli_conf *cc, const char *cmd, const char *usage, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    int taken = conf_arg(cc, cmd, argc, argv, i);
+    return taken < 0 ? 2 : taken > 0 ? CLI_ARG_TAKEN : CLI_ARG_NOT_COMMON;
 }
 
 int cli_conf_load(const cli_conf *cc, const char *cmd, crawl_config *cfg, bool syntax_only)

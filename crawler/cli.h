@@ -20,10 +20,15 @@ typedef struct cli_conf {
     int nsets;
 } cli_conf;
 
-/* Takes argv[*i] (and its value, advancing *i) when it is -c/--config FILE
- * or --set K=V (also --config=FILE, --set=K=V). 1: taken; 0: not one of
- * these; -1: an error was printed (exit 2). */
-int cli_conf_arg(cli_conf *cc, const char *cmd, int argc, char **argv, int *i);
+#define CLI_ARG_TAKEN (-1)      /* an option every command shares: go on */
+#define CLI_ARG_NOT_COMMON (-2) /* the command's own: parse it */
+
+/* Takes argv[*i] (and its value, advancing *i) when it is an option every
+ * command shares: -c/--config FILE, --set K=V (also --config=FILE,
+ * --set=K=V), -h/--help (prints usage). Returns CLI_ARG_TAKEN,
+ * CLI_ARG_NOT_COMMON, or the exit code the command returns now: 0 after
+ * --help, 2 after a usage error (printed). */
+int cli_common_arg(cli_conf *cc, const char *cmd, const char *usage, int argc, char **argv, int *i);
 /* Defaults, then the file, then every --set in order. Prints the error
  * ("crawld CMD: FILE:LINE:COL: message") and returns 1 on failure. */
 int cli_conf_load(const cli_conf *cc, const char *cmd, crawl_config *cfg, bool syntax_only);

@@ -27,15 +27,12 @@ int cmd_check_config(int argc, char **argv)
     bool syntax_only = false, defaults = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = cli_conf_arg(&cc, "check-config", argc, argv, &i);
-        if (taken < 0)
-            return 2;
-        if (taken > 0)
+        int code = cli_common_arg(&cc, "check-config", usage, argc, argv, &i);
+        if (code == CLI_ARG_TAKEN)
             continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--syntax-only") == 0) {
+        if (code != CLI_ARG_NOT_COMMON)
+            return code;
+        if (strcmp(a, "--syntax-only") == 0) {
             syntax_only = true;
         } else if (strcmp(a, "--defaults") == 0) {
             defaults = true;

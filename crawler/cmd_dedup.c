@@ -302,15 +302,12 @@ int cmd_dedup(int argc, char **argv)
     run r = { .verify = -1 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = cli_conf_arg(&cc, "dedup", argc, argv, &i);
-        if (taken < 0)
-            return 2;
-        if (taken > 0)
+        int code = cli_common_arg(&cc, "dedup", usage, argc, argv, &i);
+        if (code == CLI_ARG_TAKEN)
             continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--verify") == 0 && i + 1 < argc) {
+        if (code != CLI_ARG_NOT_COMMON)
+            return code;
+        if (strcmp(a, "--verify") == 0 && i + 1 < argc) {
             const char *m = argv[++i];
             if (strcmp(m, "never") == 0)
                 r.verify = SEEN_VERIFY_NEVER;

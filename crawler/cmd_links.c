@@ -56,15 +56,12 @@ int cmd_links(int argc, char **argv)
     const char *ctype = NULL, *path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = cli_conf_arg(&cc, "links", argc, argv, &i);
-        if (taken < 0)
-            return 2;
-        if (taken > 0)
+        int code = cli_common_arg(&cc, "links", usage, argc, argv, &i);
+        if (code == CLI_ARG_TAKEN)
             continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--base") == 0 && i + 1 < argc) {
+        if (code != CLI_ARG_NOT_COMMON)
+            return code;
+        if (strcmp(a, "--base") == 0 && i + 1 < argc) {
             c.page = argv[++i];
         } else if (strcmp(a, "--content-type") == 0 && i + 1 < argc) {
             ctype = argv[++i];

@@ -174,15 +174,12 @@ int cmd_robots(int argc, char **argv)
     int first = argc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = cli_conf_arg(&cc, "robots", argc, argv, &i);
-        if (taken < 0)
-            return 2;
-        if (taken > 0)
+        int code = cli_common_arg(&cc, "robots", usage, argc, argv, &i);
+        if (code == CLI_ARG_TAKEN)
             continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--file") == 0 && i + 1 < argc) {
+        if (code != CLI_ARG_NOT_COMMON)
+            return code;
+        if (strcmp(a, "--file") == 0 && i + 1 < argc) {
             file = argv[++i];
         } else if (strcmp(a, "--url") == 0 && i + 1 < argc) {
             from_url = argv[++i];

@@ -140,15 +140,12 @@ int cmd_run(int argc, char **argv)
     const char *seeds_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = cli_conf_arg(&cc, "run", argc, argv, &i);
-        if (taken < 0)
-            return 2;
-        if (taken > 0)
+        int code = cli_common_arg(&cc, "run", usage, argc, argv, &i);
+        if (code == CLI_ARG_TAKEN)
             continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--seeds") == 0 && i + 1 < argc) {
+        if (code != CLI_ARG_NOT_COMMON)
+            return code;
+        if (strcmp(a, "--seeds") == 0 && i + 1 < argc) {
             seeds_path = argv[++i];
         } else {
             return cli_bad_option("run", a);

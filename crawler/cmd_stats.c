@@ -33,15 +33,12 @@ int cmd_stats(int argc, char **argv)
     bool as_json = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = cli_conf_arg(&cc, "stats", argc, argv, &i);
-        if (taken < 0)
-            return 2;
-        if (taken > 0)
+        int code = cli_common_arg(&cc, "stats", usage, argc, argv, &i);
+        if (code == CLI_ARG_TAKEN)
             continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (strcmp(a, "--state") == 0 && i + 1 < argc) {
+        if (code != CLI_ARG_NOT_COMMON)
+            return code;
+        if (strcmp(a, "--state") == 0 && i + 1 < argc) {
             dir = argv[++i];
         } else if (strcmp(a, "--json") == 0) {
             as_json = true;
