@@ -56,8 +56,8 @@ static const option options[] = {
     BOOL(crawl, follow_nofollow, "false", "follow rel=nofollow links and pages with meta robots nofollow"),
     BOOL(crawl, daemon, "false", "keep running when the frontier is empty, waiting for seeds from the API"),
     INT(crawl, max_path_depth, 1, 1000, "32", "trap limit: path segments per URL"),
-    INT(crawl, max_repeated_segment, 1, 1000, "3", "trap limit: times one path segment may repeat in a URL"),
-    INT(crawl, max_query_params, 0, 10000, "32", "trap limit: query parameters per URL"),
+    INT(crawl, max_repeated_segment, 1, 1000, "3", "trap limit: longest run of one path segment repeated in a row (/a/a/a/ is 3)"),
+    INT(crawl, max_query_params, 0, 10000, "32", "trap limit: query parameters per URL (0: no query allowed)"),
 
     INT(fetch, threads, 1, 64, "2", "fetcher threads, each driving one libcurl multi handle"),
     INT(fetch, connections, 1, 4096, "32", "transfers in flight in all, across threads"),
@@ -79,8 +79,9 @@ static const option options[] = {
     INT(politeness, robots_cache_s, 0, 31536000, "86400", "how long a robots.txt is cached"),
     INT(politeness, robots_max_bytes, 1024, 1e8, "512000", "bytes of robots.txt parsed at most"),
     INT(politeness, max_retry_after_s, 0, 604800, "3600", "cap on a Retry-After pause"),
-    INT(politeness, max_attempts, 1, 100, "3", "attempts per URL on 5xx and network errors"),
+    INT(politeness, max_attempts, 1, 100, "3", "attempts per URL on 5xx, 429 and network errors (also per robots.txt fetch)"),
     INT(politeness, backoff_ms, 0, 86400000, "5000", "first retry delay, doubled each attempt"),
+    INT(politeness, host_max_failures, 0, 1000000, "10", "failed requests in a row (5xx or network) that pause a host; after max_attempts such pauses it is given up (0: never)"),
 
     INT(frontier, max_in_memory, 100, 1e9, "100000", "URLs held in memory across all host queues; the rest wait in SQLite"),
 

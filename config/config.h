@@ -65,6 +65,7 @@ typedef struct crawl_config {
         int64_t max_retry_after_s;
         int64_t max_attempts;
         int64_t backoff_ms;
+        int64_t host_max_failures;
     } politeness;
     struct {
         int64_t max_in_memory;

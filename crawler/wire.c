@@ -66,6 +66,7 @@ void wire_frontier_opts(const crawl_config *c, frontier_opts *out)
     out->max_retry_after_s = c->politeness.max_retry_after_s;
     out->max_attempts = (int)c->politeness.max_attempts;
     out->backoff_ms = c->politeness.backoff_ms;
+    out->host_max_failures = (int)c->politeness.host_max_failures;
     out->max_in_memory = c->frontier.max_in_memory;
     out->max_pages = c->crawl.max_pages;
     out->max_pages_per_host = c->crawl.max_pages_per_host;
