@@ -818,6 +818,11 @@ int crawl_run(crawl *c)
             return r;
         }
         if (r == FRONTIER_DRAINED) {
+            if (drained_checks >= 2) {
+                /* a drained daemon idles until a seed or an API call nudges it */
+                wait_until(c, -1);
+                continue;
+            }
             /* rows may still be on their way to SQLite and the frontier */
             if (db_flush(c->d) < 0) {
                 char msg[256];
