@@ -4,7 +4,7 @@
 # it with the shipped crawl.toml (whose seeds and [fetch] resolve point
 # there), prints the summary, and stops the site. b.test asks for a
 # Crawl-delay of 1 s in its robots.txt, which crawld obeys: that host sets
-# the pace (about 3 minutes for its ~170 URLs). The state goes to a fresh
+# the pace (about 4-5 minutes for its ~250 URLs). The state goes to a fresh
 # folder each time; pass CRAWLD_STATE=DIR to keep one.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
