@@ -75,31 +75,12 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
-typedef struct catchup {
-    seen *s;
-} catchup;
-
-static int add_known(void *ud, int64_t id, const char *url, size_t len)
-{
-    (void)id;
-    seen_add_known(((catchup *)ud)->s, url, len);
-    return 0;
-}
-
 /* Writes the Bloom snapshot covering every committed row. */
 static int snapshot(seen *s, db *d, const char *path)
 {
-    char err[256];
-    int64_t mark = 0;
-    db_reader *rd = db_reader_open(d, err, sizeof err);
-    if (rd == NULL || db_flush(d) < 0 || db_reader_max_id(rd, &mark) < 0) {
-        fprintf(stderr, "crawld dedup: cannot read the database for a snapshot\n");
-        db_reader_free(rd);
-        return -1;
-    }
-    db_reader_free(rd);
-    if (bloom_save(seen_bloom(s), path, (uint64_t)mark, err, sizeof err) < 0) {
-        fprintf(stderr, "crawld dedup: %s\n", err);
+    char err[512];
+    if (verifier_snapshot(s, d, path, err, sizeof err) < 0) {
+        fprintf(stderr, "crawld dedup: snapshot: %s\n", err);
         return -1;
     }
     return 0;
@@ -178,12 +159,9 @@ static int open_state(run *r)
         return -1;
     }
     if (r->state_dir) {
-        db_reader *rd = db_reader_open(r->d, err, sizeof err);
-        catchup cu = { r->s };
-        int64_t n = rd ? db_reader_scan_after(rd, (int64_t)mark, add_known, &cu) : -1;
-        db_reader_free(rd);
+        int64_t n = verifier_catch_up(r->s, r->d, mark, err, sizeof err);
         if (n < 0) {
-            fprintf(stderr, "crawld dedup: cannot read %s: %s\n", db_path(r->d), err);
+            fprintf(stderr, "crawld dedup: %s\n", err);
             return -1;
         }
         if (n > 0)

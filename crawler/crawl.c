@@ -505,17 +505,6 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
 
 /* ---- open / close ------------------------------------------------------ */
 
-typedef struct catchup {
-    seen *s;
-} catchup;
-
-static int add_known(void *ud, int64_t id, const char *url, size_t len)
-{
-    (void)id;
-    seen_add_known(((catchup *)ud)->s, url, len);
-    return 0;
-}
-
 static int open_seen(crawl *c, char *err, size_t errlen)
 {
     bloom *bf = NULL;
@@ -546,14 +535,9 @@ static int open_seen(crawl *c, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    db_reader *rd = db_reader_open(c->d, msg, sizeof msg);
-    catchup cu = { c->s };
-    int64_t n = rd ? db_reader_scan_after(rd, (int64_t)mark, add_known, &cu) : -1;
-    db_reader_free(rd);
-    if (n < 0) {
-        snprintf(err, errlen, "cannot read %s", db_path(c->d));
+    int64_t n = verifier_catch_up(c->s, c->d, mark, err, errlen);
+    if (n < 0)
         return -1;
-    }
     if (n > 0 && c->log)
         fprintf(c->log, "crawld: %lld URLs from the database added to the Bloom filter (after "
                         "snapshot mark %llu)\n",
@@ -726,18 +710,9 @@ void crawl_resume(crawl *c)
 
 static void snapshot(crawl *c)
 {
-    char err[256];
-    int64_t mark = 0;
-    if (db_flush(c->d) < 0)
-        return;
-    db_reader *rd = db_reader_open(c->d, err, sizeof err);
-    if (rd == NULL || db_reader_max_id(rd, &mark) < 0) {
-        db_reader_free(rd);
-        return;
-    }
-    db_reader_free(rd);
-    if (bloom_save(seen_bloom(c->s), c->snap_path, (uint64_t)mark, err, sizeof err) < 0 && c->log)
-        fprintf(c->log, "crawld: %s\n", err);
+    char err[512];
+    if (verifier_snapshot(c->s, c->d, c->snap_path, err, sizeof err) < 0 && c->log)
+        fprintf(c->log, "crawld: snapshot: %s\n", err);
 }
 
 static void wait_until(crawl *c, int64_t wake_ms)

@@ -5,6 +5,9 @@
 
 #include <pthread.h>
 
+#include <errno.h>
+#include <stdio.h>
+
 #include "common/alloc.h"
 
 #define POOL_MAX 64
@@ -86,4 +89,43 @@ seen_verifier verifier_iface(verifier *v)
 {
     seen_verifier s = { v, record_new, check_insert };
     return s;
+}
+
+int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen)
+{
+    int64_t mark = 0;
+    int rc = db_flush(d);
+    if (rc < 0) {
+        db_last_error(d, err, errlen);
+        return rc;
+    }
+    db_reader *rd = db_reader_open(d, err, errlen);
+    if (rd == NULL)
+        return -EIO;
+    rc = db_reader_max_id(rd, &mark);
+    db_reader_free(rd);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot read the highest row id of %s", db_path(d));
+        return rc;
+    }
+    return bloom_save(seen_bloom(s), path, (uint64_t)mark, err, errlen);
+}
+
+static int add_known(void *ud, int64_t id, const char *url, size_t len)
+{
+    (void)id;
+    seen_add_known(ud, url, len);
+    return 0;
+}
+
+int64_t verifier_catch_up(seen *s, db *d, uint64_t mark, char *err, size_t errlen)
+{
+    db_reader *rd = db_reader_open(d, err, errlen);
+    if (rd == NULL)
+        return -EIO;
+    int64_t n = db_reader_scan_after(rd, (int64_t)mark, add_known, s);
+    db_reader_free(rd);
+    if (n < 0)
+        snprintf(err, errlen, "cannot read the rows of %s", db_path(d));
+    return n;
 }

@@ -29,4 +29,12 @@ void verifier_free(verifier *v);
 /* The seen_verifier interface over v. */
 seen_verifier verifier_iface(verifier *v);
 
+/* Restart support, the same for `crawld run` and `crawld dedup`:
+ * verifier_snapshot flushes the writer and saves s's Bloom filter to path
+ * with the highest committed row id as its mark (every row up to it was
+ * added to the filter before it was queued); verifier_catch_up adds the
+ * rows after a loaded snapshot's mark. 0 / rows added, or < 0 with err. */
+int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen);
+int64_t verifier_catch_up(seen *s, db *d, uint64_t mark, char *err, size_t errlen);
+
 #endif
