@@ -102,6 +102,8 @@ static const option options[] = {
     STR(storage, state_dir, "\"state\"", "folder for the SQLite database and Bloom snapshots"),
     INT(storage, sqlite_cache_mb, 1, 65536, "64", "SQLite page cache"),
     INT(storage, batch_size, 1, 100000, "10000", "operations per SQLite write transaction at most"),
+    INT(storage, commit_interval_ms, 0, 10000, "20",
+        "longest wait gathering discovered URLs into one SQLite transaction (0: commit at once)"),
 
     BOOL(archive, warc, "false", "write WARC/1.1 files"),
     STR(archive, dir, "\"warc\"", "folder for WARC files (relative to state_dir)"),

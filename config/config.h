@@ -90,6 +90,7 @@ typedef struct crawl_config {
         char *state_dir;
         int64_t sqlite_cache_mb;
         int64_t batch_size;
+        int64_t commit_interval_ms;
     } storage;
     struct {
         bool warc;

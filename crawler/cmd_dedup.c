@@ -134,7 +134,8 @@ static int open_state(run *r)
     }
     seen_verifier v;
     if (dir) {
-        db_opts o = { (int)r->cfg.storage.sqlite_cache_mb, (int)r->cfg.storage.batch_size, 0 };
+        db_opts o;
+        wire_db_opts(&r->cfg, &o);
         r->d = db_open(dir, &o, err, sizeof err);
         if (r->d == NULL) {
             fprintf(stderr, "crawld dedup: %s\n", err);

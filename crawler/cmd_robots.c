@@ -79,7 +79,8 @@ static robots *fetch_robots(const crawl_config *cfg, url_canon *uc, const char *
     fo.keep_request = false;
     fetched f = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
     cr_buf_init(&f.body, (size_t)cfg->politeness.robots_max_bytes);
-    fetch_hooks hooks = { on_response, NULL, on_body, on_done, &f };
+    fetch_hooks hooks = { .on_response = on_response, .on_body = on_body, .on_done = on_done,
+                          .ctx = &f };
     fetcher *ft = NULL;
     robots *r = NULL;
     cr_buf cur;

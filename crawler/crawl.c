@@ -61,6 +61,7 @@ typedef struct fjob fjob;
  * links_feed / links_finish call (which is when callbacks happen). */
 typedef struct tctx {
     url_canon *uc;
+    cr_buf base, out;           /* on_link's scratch: no allocation per link */
     links_parser *pool[POOL_PER_THREAD];
     int npool;
     fjob *current;
@@ -99,6 +100,9 @@ struct crawl {
     bool done;
     int64_t recovered;
 
+    atomic_uint_fast64_t nudges;  /* bumped by every nudge (see nudge) */
+    atomic_bool sleeping;         /* the scheduler is (about to be) waiting */
+
     atomic_uint_fast64_t pages, fetch_errors, status_counts[600], bytes, links, links_rejected,
         links_out_of_scope, nofollow_skipped, redirects, redirects_too_long, truncated;
 };
@@ -108,6 +112,8 @@ struct fjob {
     crawl *c;
     frontier_job fj;
     char *url;                  /* fetched now (a robots job may have followed redirects) */
+    size_t url_len;
+    uint64_t links;             /* extracted so far */
     int hops;
     int status;
     long retry_after_s;
@@ -140,8 +146,15 @@ static int64_t mono_ms_ceil(void)
 
 static void bump(atomic_uint_fast64_t *x) { atomic_fetch_add_explicit(x, 1, memory_order_relaxed); }
 
+/* Tells the scheduler to look again. A running scheduler sees the bumped
+ * count before it sleeps, so only a sleeping one costs a lock and a wakeup
+ * (both sides use sequentially consistent atomics: either this sees
+ * `sleeping` or the scheduler sees the new count). */
 static void nudge(crawl *c)
 {
+    atomic_fetch_add(&c->nudges, 1);
+    if (!atomic_load(&c->sleeping))
+        return;
     pthread_mutex_lock(&c->lock);
     pthread_cond_signal(&c->wake);
     pthread_mutex_unlock(&c->lock);
@@ -285,7 +298,7 @@ static void on_link(void *ud, const links_link *l)
     tctx *t = ud;
     fjob *j = t->current;
     crawl *c = j->c;
-    bump(&c->links);
+    j->links++; /* added to c->links once per page: no shared counter per link */
     if (l->cls == LINKS_OTHER)
         return;
     if (!c->cfg->crawl.follow_nofollow &&
@@ -293,27 +306,22 @@ static void on_link(void *ud, const links_link *l)
         bump(&c->nofollow_skipped);
         return;
     }
-    cr_buf base, out;
-    cr_buf_init(&base, 0);
-    cr_buf_init(&out, 0);
     url_reject why;
     const char *b = j->url;
-    size_t blen = strlen(j->url);
-    if (l->base && url_canon_resolve(t->uc, j->url, strlen(j->url), l->base, l->base_len, &base,
+    size_t blen = j->url_len;
+    if (l->base && url_canon_resolve(t->uc, j->url, j->url_len, l->base, l->base_len, &t->base,
                                      &why) == 0) {
-        b = base.data;
-        blen = base.len;
+        b = t->base.data;
+        blen = t->base.len;
     }
-    if (url_canon_resolve(t->uc, b, blen, l->url, l->url_len, &out, &why) < 0) {
+    if (url_canon_resolve(t->uc, b, blen, l->url, l->url_len, &t->out, &why) < 0) {
         bump(&c->links_rejected);
     } else {
-        int kind = l->cls == LINKS_REQUISITE && scope_in_scope(c->sc, j->url, strlen(j->url))
+        int kind = l->cls == LINKS_REQUISITE && scope_in_scope(c->sc, j->url, j->url_len)
                        ? DB_KIND_REQUISITE
                        : DB_KIND_NAVIGATION;
-        discover(c, out.data, out.len, j->fj.depth + 1, kind, true);
+        discover(c, t->out.data, t->out.len, j->fj.depth + 1, kind, true);
     }
-    cr_buf_release(&base);
-    cr_buf_release(&out);
 }
 
 static int hook_body(void *ctx, const fetch_job *job, const char *p, size_t n)
@@ -409,6 +417,7 @@ static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
                 next->c = c;
                 next->fj = j->fj;
                 next->url = cr_buf_take(&out);
+                next->url_len = next->url ? strlen(next->url) : 0;
                 next->hops = j->hops + 1;
                 cr_buf_init(&next->body, 0);
                 cr_buf_init(&next->raw, (size_t)c->cfg->fetch.max_body_bytes);
@@ -446,6 +455,7 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         else
             links_free(j->lp);
         j->lp = NULL;
+        atomic_fetch_add_explicit(&c->links, j->links, memory_order_relaxed);
     }
     bool answered = j->status > 0 && error_kind(r->error) == FRONTIER_ERR_NONE;
     if (r->error == FETCH_ERR_ABORTED || r->error == FETCH_ERR_CANCELLED) {
@@ -500,7 +510,59 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
                            .content_type = j->ctype };
     frontier_done(c->fr, &j->fj, &o, mono_ms_ceil());
     fjob_free(j);
-    nudge(c);
+    /* no nudge: hook_room comes next on this thread and refills the slot */
+}
+
+/* Takes the frontier's next job and submits it: FRONTIER_JOB when one was
+ * submitted, else what frontier_next said (FRONTIER_WAIT with *wake). */
+static int dispatch(crawl *c, int64_t *wake)
+{
+    frontier_job fj;
+    int r = frontier_next(c->fr, mono_ms(), &fj, wake);
+    if (r != FRONTIER_JOB)
+        return r;
+    fjob *j = cr_calloc(1, sizeof *j);
+    if (j == NULL) {
+        frontier_return(c->fr, &fj);
+        return FRONTIER_WAIT;
+    }
+    j->c = c;
+    j->fj = fj;
+    j->url = cr_strdup(fj.url);
+    j->url_len = j->url ? strlen(j->url) : 0;
+    j->hops = fj.kind == DB_KIND_REDIRECT ? hops_get(c, fj.url, strlen(fj.url)) : 0;
+    cr_buf_init(&j->body, 0);
+    cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
+    cr_buf_init(&j->headers, 0);
+    cr_buf_init(&j->request, 0);
+    if (j->url == NULL || submit(c, j, 0) < 0) {
+        frontier_return(c->fr, &j->fj);
+        fjob_free(j);
+        return FRONTIER_WAIT;
+    }
+    return FRONTIER_JOB;
+}
+
+/* Fetcher thread, after transfers ended: refills its free slots right here
+ * (no scheduler round trip). When the frontier has nothing ready the
+ * scheduler is nudged, since only it waits for politeness times. */
+static void hook_room(void *ctx, unsigned free_slots)
+{
+    crawl *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    bool stop = c->stop_level > 0 || c->signal_stop;
+    pthread_mutex_unlock(&c->lock);
+    if (stop) {
+        nudge(c);
+        return;
+    }
+    for (unsigned i = 0; i < free_slots; i++) {
+        int64_t wake = -1;
+        if (dispatch(c, &wake) != FRONTIER_JOB) {
+            nudge(c);
+            return;
+        }
+    }
 }
 
 /* ---- open / close ------------------------------------------------------ */
@@ -565,9 +627,14 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     if (c->d == NULL)
         goto fail;
     c->recovered = db_recovered_in_flight(c->d);
-    if (c->recovered > 0 && log)
+    if (c->recovered > 0 && log) {
         fprintf(log, "crawld: %lld URLs were in flight at the crash and will be fetched again\n",
                 (long long)c->recovered);
+        if (cfg->storage.commit_interval_ms > 0)
+            fprintf(log, "crawld: so will pages fetched in the last %lld ms before it, whose "
+                         "outcome was not yet committed (storage.commit_interval_ms)\n",
+                    (long long)cfg->storage.commit_interval_ms);
+    }
     if (open_seen(c, err, errlen) < 0)
         goto fail;
     scope_opts so;
@@ -595,6 +662,8 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     }
     for (unsigned i = 0; i < c->nthreads; i++) {
         c->threads[i].uc = url_canon_new(&up);
+        cr_buf_init(&c->threads[i].base, 0);
+        cr_buf_init(&c->threads[i].out, 0);
         if (c->threads[i].uc == NULL) {
             snprintf(err, errlen, "out of memory");
             goto fail;
@@ -623,7 +692,8 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     }
     fetch_opts fo2;
     wire_fetch_opts(cfg, &fo2);
-    fetch_hooks hooks = { hook_response, hook_raw, hook_body, hook_done, c };
+    fetch_hooks hooks = { .on_response = hook_response, .on_raw = hook_raw, .on_body = hook_body,
+                          .on_done = hook_done, .on_room = hook_room, .ctx = c };
     if (fetcher_new(&fo2, &hooks, &c->f) < 0) {
         snprintf(err, errlen, "cannot start the fetcher threads");
         goto fail;
@@ -715,7 +785,9 @@ static void snapshot(crawl *c)
         fprintf(c->log, "crawld: snapshot: %s\n", err);
 }
 
-static void wait_until(crawl *c, int64_t wake_ms)
+/* Sleeps until wake_ms (-1: none), at most 500 ms, or until a nudge that
+ * came after the scheduler read `nudged` from c->nudges. */
+static void wait_until(crawl *c, int64_t wake_ms, uint_fast64_t nudged)
 {
     int64_t now = mono_ms();
     int64_t wait = wake_ms < 0 ? 500 : wake_ms - now;
@@ -732,8 +804,10 @@ static void wait_until(crawl *c, int64_t wake_ms)
         ts.tv_nsec -= 1000000000;
     }
     pthread_mutex_lock(&c->lock);
-    if (c->stop_level == 0 && !c->signal_stop)
+    atomic_store(&c->sleeping, true);
+    if (c->stop_level == 0 && !c->signal_stop && atomic_load(&c->nudges) == nudged)
         pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+    atomic_store(&c->sleeping, false);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -761,31 +835,13 @@ int crawl_run(crawl *c)
             snapshot(c);
             next_snap = now + c->cfg->dedup.snapshot_interval_s * 1000;
         }
+        uint_fast64_t nudged = atomic_load(&c->nudges);
         int64_t wake = -1;
         int r = FRONTIER_WAIT;
         while (fetcher_free_slots(c->f) > 0) {
-            frontier_job fj;
-            r = frontier_next(c->fr, mono_ms(), &fj, &wake);
+            r = dispatch(c, &wake);
             if (r != FRONTIER_JOB)
                 break;
-            fjob *j = cr_calloc(1, sizeof *j);
-            if (j == NULL) {
-                frontier_return(c->fr, &fj);
-                break;
-            }
-            j->c = c;
-            j->fj = fj;
-            j->url = cr_strdup(fj.url);
-            j->hops = fj.kind == DB_KIND_REDIRECT ? hops_get(c, fj.url, strlen(fj.url)) : 0;
-            cr_buf_init(&j->body, 0);
-            cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
-            cr_buf_init(&j->headers, 0);
-            cr_buf_init(&j->request, 0);
-            if (j->url == NULL || submit(c, j, 0) < 0) {
-                frontier_return(c->fr, &j->fj);
-                fjob_free(j);
-                break;
-            }
         }
         if (r < 0) {
             if (c->log)
@@ -795,7 +851,7 @@ int crawl_run(crawl *c)
         if (r == FRONTIER_DRAINED) {
             if (drained_checks >= 2) {
                 /* a drained daemon idles until a seed or an API call nudges it */
-                wait_until(c, -1);
+                wait_until(c, -1, nudged);
                 continue;
             }
             /* rows may still be on their way to SQLite and the frontier */
@@ -810,11 +866,11 @@ int crawl_run(crawl *c)
                 c->done = true;
                 break;
             }
-            wait_until(c, mono_ms() + 20);
+            wait_until(c, mono_ms() + 20, nudged);
             continue;
         }
         drained_checks = 0;
-        wait_until(c, wake);
+        wait_until(c, wake, nudged);
     }
     return 0;
 }
@@ -912,6 +968,12 @@ json_t *crawl_status_json(crawl *c)
         json_object_set_new(j, "scope_rejects", rej);
     else
         json_decref(rej);
+    db_stats ds;
+    db_get_stats(c->d, &ds);
+    if (j)
+        json_object_set_new(j, "storage", json_pack("{s:I, s:I, s:I}", "ops", (json_int_t)ds.ops,
+                                                    "commits", (json_int_t)ds.commits,
+                                                    "failed_ops", (json_int_t)ds.failed_ops));
     if (j && c->w)
         json_object_set_new(j, "archive", json_pack("{s:I, s:I}", "responses",
                                                     (json_int_t)st.archived, "revisits",
@@ -1015,6 +1077,8 @@ int crawl_close(crawl *c)
     }
     for (unsigned i = 0; c->threads && i < c->nthreads; i++) {
         url_canon_free(c->threads[i].uc);
+        cr_buf_release(&c->threads[i].base);
+        cr_buf_release(&c->threads[i].out);
         for (int k = 0; k < c->threads[i].npool; k++)
             links_free(c->threads[i].pool[k]);
     }

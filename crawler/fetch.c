@@ -13,8 +13,11 @@
  * Lock. f->lock guards: stopping, deadline, and for every worker its free
  * list, inbox and nfree (and f->nfree, their sum). slot_cond is signalled
  * when a slot comes free or stop begins. fetcher_submit takes a free slot of
- * the worker with the most free slots, fills it, puts it on that worker's
- * inbox and calls curl_multi_wakeup (all under the lock). Only the worker's
+ * the worker with the most free slots (or, from a hook, of the hook's own
+ * worker while it has one), fills it, puts it on that worker's inbox and
+ * calls curl_multi_wakeup unless one is already on its way (`woken`) or the
+ * worker is the caller, which looks at its inbox before it polls (all under
+ * the lock). Only the worker's
  * own thread touches its multi, easy handles and ACTIVE slots; other
  * threads only call curl_multi_wakeup on it, which libcurl allows. Multi
  * handles live until fetcher_free, after the threads are joined, so a late
@@ -101,6 +104,7 @@ struct worker {
     struct xfer *free_list;
     struct xfer *inbox_head, *inbox_tail;
     unsigned nfree;
+    bool woken;                /* a wakeup is on its way, not yet seen */
 };
 
 struct fetcher {
@@ -784,8 +788,10 @@ static void xfer_start(struct worker *w, struct xfer *x)
     count(&f->started, 1);
 }
 
-static void drain_messages(struct worker *w)
+/* Ends the transfers curl says are done; returns how many. */
+static unsigned drain_messages(struct worker *w)
 {
+    unsigned n = 0;
     for (;;) {
         int left = 0;
         CURLMsg *m = curl_multi_info_read(w->multi, &left);
@@ -797,7 +803,9 @@ static void drain_messages(struct worker *w)
         char *priv = NULL;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
         xfer_finish(w, (struct xfer *)(void *)priv, cc);
+        n++;
     }
+    return n;
 }
 
 static void abort_all(struct worker *w, long waited_ms)
@@ -824,6 +832,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&f->lock);
         struct xfer *batch = w->inbox_head;
         w->inbox_head = w->inbox_tail = NULL;
+        w->woken = false;
         bool stopping = f->stopping;
         int64_t deadline = f->deadline_ns;
         pthread_mutex_unlock(&f->lock);
@@ -836,7 +845,13 @@ static void *worker_main(void *arg)
         }
         int running = 0;
         curl_multi_perform(w->multi, &running);
-        drain_messages(w);
+        if (drain_messages(w) > 0 && f->hooks.on_room != NULL && !stopping) {
+            pthread_mutex_lock(&f->lock);
+            unsigned room = f->stopping ? 0 : w->nfree;
+            pthread_mutex_unlock(&f->lock);
+            if (room > 0)
+                f->hooks.on_room(f->hooks.ctx, room);
+        }
 
         long wait_ms = POLL_MAX_MS;
         if (stopping) {
@@ -852,7 +867,12 @@ static void *worker_main(void *arg)
             if (deadline - now < (int64_t)POLL_MAX_MS * 1000000)
                 wait_ms = (long)((deadline - now) / 1000000) + 1;
         }
-        curl_multi_poll(w->multi, NULL, 0, (int)wait_ms, NULL);
+        /* a hook may have queued work here without a wakeup */
+        pthread_mutex_lock(&f->lock);
+        bool more = w->inbox_head != NULL;
+        pthread_mutex_unlock(&f->lock);
+        if (!more)
+            curl_multi_poll(w->multi, NULL, 0, (int)wait_ms, NULL);
     }
     tls_worker = NULL;
     return NULL;
@@ -1085,7 +1105,10 @@ int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms)
             rc = -ESHUTDOWN;
             break;
         }
-        struct worker *w = least_loaded(f);
+        /* a hook's submit stays on its own thread when there is room:
+         * that thread looks at its inbox before it polls, so no wakeup */
+        bool own = tls_worker != NULL && tls_worker->f == f && tls_worker->nfree > 0;
+        struct worker *w = own ? tls_worker : least_loaded(f);
         if (w != NULL) {
             struct xfer *x = w->free_list;
             w->free_list = x->next;
@@ -1101,7 +1124,10 @@ int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms)
             else
                 w->inbox_head = x;
             w->inbox_tail = x;
-            curl_multi_wakeup(w->multi);
+            if (!own && !w->woken) {
+                w->woken = true;
+                curl_multi_wakeup(w->multi);
+            }
             rc = 0;
             break;
         }

@@ -133,6 +133,10 @@ typedef struct fetch_hooks {
     int (*on_raw)(void *ctx, const fetch_job *job, const char *data, size_t len);
     int (*on_body)(void *ctx, const fetch_job *job, const char *data, size_t len);
     void (*on_done)(void *ctx, const fetch_job *job, const fetch_result *res);
+    /* Optional. After transfers ended, with free_slots (> 0) of this
+     * thread's slots free: the place to submit more work, which then stays
+     * on this thread and needs no wakeup. */
+    void (*on_room)(void *ctx, unsigned free_slots);
     void *ctx;                 /* first argument of every hook */
 } fetch_hooks;
 

@@ -733,12 +733,20 @@ static bool name_is(const xmlChar *name, const char *lit)
  * as raw text). Links inside are counted as LINKS_DROP_INERT. */
 static bool inert_container(const xmlChar *name)
 {
-    static const char *const names[] = {"textarea", "title", "xmp", "iframe",
-                                        "noembed", "noframes", "plaintext"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (name_is(name, names[i]))
-            return true;
-    return false;
+    switch (name[0]) { /* one compare or none per start tag */
+    case 't':
+        return name_is(name, "textarea") || name_is(name, "title");
+    case 'x':
+        return name_is(name, "xmp");
+    case 'i':
+        return name_is(name, "iframe");
+    case 'n':
+        return name_is(name, "noembed") || name_is(name, "noframes");
+    case 'p':
+        return name_is(name, "plaintext");
+    default:
+        return false;
+    }
 }
 
 static void on_meta(links_parser *p, const xmlChar **atts)

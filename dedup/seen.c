@@ -1,13 +1,25 @@
 /* dedup/seen: the URL-seen test over the Bloom filter, the recent cache
  * and a verifier. One fingerprint per key feeds all three. Counters are
- * relaxed atomics: each is exact, a snapshot of all of them is not a
- * single instant. */
+ * relaxed atomics, striped: each thread adds to its own stripe (a cache
+ * line of its own, so threads testing keys at once do not fight over one
+ * line) and a read sums the stripes. Each total is exact; a snapshot of all
+ * of them is not a single instant. */
 #include "seen.h"
 
 #include <stdatomic.h>
+#include <limits.h>
 
 #include "common/alloc.h"
 #include "dedup/recent.h"
+
+enum { KEYS, NEW_BLOOM, NEW_VERIFIED, DUP_TRUSTED, DUP_RECENT, DUP_VERIFIED, CHECKED_NEW, ERRORS,
+       NCOUNTERS };
+
+#define STRIPES 8
+typedef struct stripe {
+    atomic_uint_fast64_t n[NCOUNTERS];
+    char pad[64]; /* the next stripe's counters start on another line */
+} stripe;
 
 struct seen {
     bloom *bf;
@@ -15,9 +27,26 @@ struct seen {
     seen_verifier v;
     bool have_verifier;
     int verify;
-    atomic_uint_fast64_t keys, new_bloom, new_verified, dup_trusted, dup_recent, dup_verified,
-        checked_new, errors;
+    stripe st[STRIPES];
 };
+
+static atomic_uint next_stripe;
+static _Thread_local unsigned my_stripe = UINT_MAX;
+
+static void bump(seen *s, int which)
+{
+    if (my_stripe == UINT_MAX)
+        my_stripe = atomic_fetch_add(&next_stripe, 1) % STRIPES;
+    atomic_fetch_add_explicit(&s->st[my_stripe].n[which], 1, memory_order_relaxed);
+}
+
+static uint64_t total(const seen *s, int which)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < STRIPES; i++)
+        sum += atomic_load_explicit(&s->st[i].n[which], memory_order_relaxed);
+    return sum;
+}
 
 seen *seen_new(bloom *bf, const seen_opts *o, const seen_verifier *v)
 {
@@ -49,7 +78,6 @@ void seen_free(seen *s)
     cr_free(s);
 }
 
-static void bump(atomic_uint_fast64_t *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
 
 int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
 {
@@ -58,37 +86,37 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
     if (!bloom_add_fp(s->bf, fp)) {
         recent_check_add(s->cache, fp.lo, fp.hi);
         if (s->have_verifier && s->v.record_new(s->v.ctx, key, len, row) < 0) {
-            bump(&s->errors);
+            bump(s, ERRORS);
             return -1;
         }
-        bump(&s->keys);
-        bump(&s->new_bloom);
+        bump(s, KEYS);
+        bump(s, NEW_BLOOM);
         if (verify)
-            bump(&s->checked_new);
+            bump(s, CHECKED_NEW);
         return SEEN_NEW_BLOOM;
     }
     if (!verify) {
-        bump(&s->keys);
-        bump(&s->dup_trusted);
+        bump(s, KEYS);
+        bump(s, DUP_TRUSTED);
         return SEEN_DUP_TRUSTED;
     }
     if (recent_check_add(s->cache, fp.lo, fp.hi)) {
-        bump(&s->keys);
-        bump(&s->dup_recent);
+        bump(s, KEYS);
+        bump(s, DUP_RECENT);
         return SEEN_DUP_RECENT;
     }
     int rc = s->v.check_insert(s->v.ctx, key, len, row);
     if (rc < 0) {
-        bump(&s->errors);
+        bump(s, ERRORS);
         return rc;
     }
-    bump(&s->keys);
+    bump(s, KEYS);
     if (rc == 1) {
-        bump(&s->new_verified);
-        bump(&s->checked_new);
+        bump(s, NEW_VERIFIED);
+        bump(s, CHECKED_NEW);
         return SEEN_NEW_VERIFIED;
     }
-    bump(&s->dup_verified);
+    bump(s, DUP_VERIFIED);
     return SEEN_DUP_VERIFIED;
 }
 
@@ -96,14 +124,14 @@ void seen_add_known(seen *s, const char *key, size_t len) { bloom_add(s->bf, key
 
 void seen_counters_get(const seen *s, seen_counters *out)
 {
-    out->keys = atomic_load(&s->keys);
-    out->new_bloom = atomic_load(&s->new_bloom);
-    out->new_verified = atomic_load(&s->new_verified);
-    out->dup_trusted = atomic_load(&s->dup_trusted);
-    out->dup_recent = atomic_load(&s->dup_recent);
-    out->dup_verified = atomic_load(&s->dup_verified);
-    out->checked_new = atomic_load(&s->checked_new);
-    out->errors = atomic_load(&s->errors);
+    out->keys = total(s, KEYS);
+    out->new_bloom = total(s, NEW_BLOOM);
+    out->new_verified = total(s, NEW_VERIFIED);
+    out->dup_trusted = total(s, DUP_TRUSTED);
+    out->dup_recent = total(s, DUP_RECENT);
+    out->dup_verified = total(s, DUP_VERIFIED);
+    out->checked_new = total(s, CHECKED_NEW);
+    out->errors = total(s, ERRORS);
 }
 
 double seen_observed_fpr(const seen_counters *c)

@@ -11,6 +11,9 @@
  *   up to batch_size ops out of the ring (so producers can refill it while
  *   it works), applies them between BEGIN IMMEDIATE and COMMIT, then runs
  *   the callbacks and wakes the waiting callers, in queue order.
+ * - An idle writer that is handed async work may wait up to gather_ms for
+ *   more (producers then signal it only when the batch is full or an op is
+ *   waited for): fewer, larger transactions write each hot page once.
  * - A failed statement or COMMIT rolls the whole batch back and every op in
  *   it gets the error: nothing is ever reported as stored that was not
  *   committed. The first error is kept (`sticky`) until db_flush() returns it.
@@ -142,6 +145,7 @@ struct db {
     int lock_fd;
     int64_t recovered;
     int batch_size;
+    int gather_ms;
     /* Writer thread only (the opening thread before it starts). */
     sqlite3 *conn;
     sqlite3_stmt *st[ST_COUNT];
@@ -158,6 +162,8 @@ struct db {
     size_t head;
     size_t count;
     int closing;
+    int gathering;  /* the writer waits for a fuller batch */
+    size_t urgent;  /* queued ops someone waits for */
     int sticky;
     int last_code;
     char errmsg[ERRMSG_MAX];
@@ -516,6 +522,10 @@ static int check_opts(const db_opts *o, db_opts *out, char *err, size_t errlen)
         msg(err, errlen, "batch_size %d is out of range (1..100000)", d.batch_size);
         return -EINVAL;
     }
+    if (d.gather_ms < 0 || d.gather_ms > 10000) {
+        msg(err, errlen, "gather_ms %d is out of range (0..10000)", d.gather_ms);
+        return -EINVAL;
+    }
     if (d.queue_cap < 1 || d.queue_cap > 1000000) {
         msg(err, errlen, "queue_cap %d is out of range (1..1000000)", d.queue_cap);
         return -EINVAL;
@@ -663,6 +673,7 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
     pthread_cond_init(&d->nonempty, NULL);
     pthread_cond_init(&d->notfull, NULL);
     d->batch_size = opts.batch_size;
+    d->gather_ms = opts.gather_ms;
     d->cap = (size_t)opts.queue_cap;
     d->dir = cr_strdup(state_dir);
     d->path = d->dir ? join_path(state_dir, DB_FILE) : NULL;
@@ -747,7 +758,11 @@ static int enqueue_locked(db *d, const struct op *o)
         return -ESHUTDOWN;
     d->ring[(d->head + d->count) % d->cap] = *o;
     d->count++;
-    pthread_cond_signal(&d->nonempty);
+    if (o->w != NULL)
+        d->urgent++;
+    /* a gathering writer is woken only when its wait should end */
+    if (!d->gathering || o->w != NULL || d->count >= (size_t)d->batch_size)
+        pthread_cond_signal(&d->nonempty);
     return 0;
 }
 
@@ -1229,6 +1244,29 @@ static void finish_batch(db *d, struct op *batch, size_t n, int batch_ok)
         cr_free(batch[i].mem);
 }
 
+/* With mu held and work queued: waits up to gather_ms for a full batch,
+ * unless someone waits for a queued op or the db is closing. */
+static void gather_batch(db *d)
+{
+    struct timespec until;
+
+    if (d->gather_ms == 0 || d->urgent > 0 || d->closing
+        || d->count >= (size_t)d->batch_size)
+        return;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += d->gather_ms / 1000;
+    until.tv_nsec += (long)(d->gather_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    d->gathering = 1;
+    while (d->urgent == 0 && !d->closing && d->count < (size_t)d->batch_size)
+        if (pthread_cond_timedwait(&d->nonempty, &d->mu, &until) == ETIMEDOUT)
+            break;
+    d->gathering = 0;
+}
+
 static void *writer_main(void *arg)
 {
     db *d = arg;
@@ -1242,9 +1280,12 @@ static void *writer_main(void *arg)
             pthread_cond_wait(&d->nonempty, &d->mu);
         if (d->count == 0)
             break; /* closing and drained */
+        gather_batch(d);
         n = d->count < (size_t)d->batch_size ? d->count : (size_t)d->batch_size;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             d->batch[i] = d->ring[(d->head + i) % d->cap];
+            d->urgent -= d->batch[i].w != NULL;
+        }
         d->head = (d->head + n) % d->cap;
         d->count -= n;
         pthread_cond_broadcast(&d->notfull);

@@ -73,6 +73,10 @@ typedef struct db_opts {
     int batch_size; /* most operations per transaction; 0 = 10000 (1..100000) */
     int queue_cap;  /* queued operations before producers block;
                        0 = max(1024, 2 * batch_size) (1..1000000) */
+    int gather_ms;  /* an idle writer that gets async work waits up to this
+                       long for more before it commits (a synchronous call
+                       or a full batch ends the wait at once): fewer, larger
+                       transactions; 0 = commit at once (0..10000) */
 } db_opts;
 
 typedef struct db_url {

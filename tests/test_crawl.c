@@ -64,6 +64,7 @@ typedef struct cfgopts {
     bool daemon;
     const char *listen;    /* NULL: API off */
     const char *token;
+    const char *commit_ms; /* NULL: the default storage.commit_interval_ms */
 } cfgopts;
 
 /* A config for this site. Returns its path. */
@@ -85,13 +86,15 @@ static const char *write_config(const char *name, const char *state_dir, const c
             "timeout_ms = 5000\nmax_body_bytes = 1048576\nconnections = 16\n"
             "[politeness]\ndelay_ms = %d\ndelay_factor = 0.0\nbackoff_ms = 50\n"
             "max_retry_after_s = 2\n"
-            "[storage]\nstate_dir = \"%s\"\n"
+            "[storage]\nstate_dir = \"%s\"\n%s%s%s"
             "[dedup]\nsnapshot_interval_s = 1\n"
             "[control]\nlisten = \"%s\"\ntoken = \"%s\"\n",
             p, o->seed ? o->seed : "/", o->scope ? o->scope : "host",
             o->max_depth ? o->max_depth : MAX_DEPTH, o->daemon ? "true" : "false",
             o->warc ? "true" : "false", p, p, p, p,
-            o->delay_ms, state_dir, o->listen ? o->listen : "", o->token ? o->token : "");
+            o->delay_ms, state_dir, o->commit_ms ? "commit_interval_ms = " : "",
+            o->commit_ms ? o->commit_ms : "", o->commit_ms ? "\n" : "", o->listen ? o->listen : "",
+            o->token ? o->token : "");
     fclose(f);
     return path;
 }
@@ -454,12 +457,18 @@ static long in_flight_reported(const char *text)
     return sum;
 }
 
-static void sigkill_at_random_points_loses_nothing(void **state)
+/* Three SIGKILLs, then a resume: the union of what was fetched is exactly
+ * the site. With commit_ms "0" every state change is committed as soon as
+ * the writer gets it, so a page fetched twice must have been in flight at a
+ * kill, and crawld says how many were; with the default gather window a
+ * page fetched in the last window before a kill is fetched again too
+ * (crawld says so), so there only the union is checked. */
+static void kill_three_times(const char *name, const char *commit_ms)
 {
-    (void)state;
-    const char *cfg = write_config("kill", state_dir("kill"), NULL);
+    cfgopts o = { .commit_ms = commit_ms };
+    const char *cfg = write_config(name, state_dir(name), &o);
     char errfile[256];
-    snprintf(errfile, sizeof errfile, "%s/kill.err", workdir);
+    snprintf(errfile, sizeof errfile, "%s/%s.err", workdir, name);
     size_t from = log_lines();
     srand((unsigned)time(NULL));
     for (int k = 0; k < 3; k++) {
@@ -486,11 +495,20 @@ static void sigkill_at_random_points_loses_nothing(void **state)
     if (f)
         fclose(f);
     long reported = in_flight_reported(text) + in_flight_reported(err.data);
-    if ((long)dups > reported)
+    print_message("%s: %zu URLs fetched twice, %ld reported in flight at the kills\n", name, dups,
+                  reported);
+    if (strcmp(commit_ms, "0") == 0 && (long)dups > reported)
         fail_msg("%zu URLs fetched twice, %ld reported in flight at the crashes", dups, reported);
     set_free(&want);
     set_free(&got);
     cr_buf_release(&err);
+}
+
+static void sigkill_at_random_points_loses_nothing(void **state)
+{
+    (void)state;
+    kill_three_times("kill", "0");
+    kill_three_times("kill-gather", "20");
 }
 
 static void politeness_spacing_is_kept(void **state)

@@ -657,6 +657,42 @@ static void test_close_drains_queue(void **state)
     }
 }
 
+/* An idle writer gathers async work for gather_ms; a waited-for op (here a
+ * flush) and closing end the wait at once (else this test would take 10 s:
+ * the window is far longer than the test). */
+static void test_gather_window(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .gather_ms = 10000 };
+    db *d = open_ok(f->state, &o);
+    cb_log l = { 0 };
+    char url[64];
+    db_stats st;
+
+    for (int i = 0; i < 50; i++) {
+        make_url(url, sizeof url, 0, i);
+        db_url u = url_of(url, "h0.example", 0);
+        assert_int_equal(db_insert_url(d, &u, i < 10 ? log_cb : NULL, &l), 0);
+    }
+    assert_int_equal(db_flush(d), 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.commits, 1);  /* 50 inserts and the flush, one transaction */
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 50);
+    assert_int_equal(l.n, 10);
+    for (int i = 50; i < 80; i++) {
+        make_url(url, sizeof url, 0, i);
+        db_url u = url_of(url, "h0.example", 0);
+        assert_int_equal(db_insert_url(d, &u, NULL, NULL), 0);
+    }
+    assert_int_equal(db_close(d), 0); /* while the writer gathers */
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 80);
+
+    o = (db_opts){ .gather_ms = 10001 };
+    char err[512];
+    assert_null(db_open(f->state, &o, err, sizeof err));
+    assert_non_null(strstr(err, "gather_ms"));
+}
+
 /* ---- concurrency ---- */
 
 enum { PRODUCERS = 4, SPAN = 2000, STRIDE = 1000, DISTINCT = STRIDE * (PRODUCERS - 1) + SPAN };
@@ -1373,6 +1409,7 @@ int main(void)
         T(test_batch_size_respected),
         T(test_tiny_queue_and_batch),
         T(test_close_drains_queue),
+        T(test_gather_window),
         T(test_concurrent_producers),
         T(test_record_outcome),
         T(test_scan_after),

@@ -762,7 +762,8 @@ static void h_done(void *ctx, const fetch_job *job, const fetch_result *res)
 
 static fetch_hooks hooks_for(struct coll *c)
 {
-    fetch_hooks h = {h_response, h_raw, h_body, h_done, c};
+    fetch_hooks h = { .on_response = h_response, .on_raw = h_raw, .on_body = h_body,
+                      .on_done = h_done, .ctx = c };
     return h;
 }
 
@@ -1849,6 +1850,74 @@ static void fetch_many_jobs_keepalive(void **state)
     coll_free(c);
 }
 
+/* on_room: the hook refills its own thread, which runs what it submitted. */
+enum { ROOM_N = 300 };
+static struct {
+    fetcher *f;
+    pthread_mutex_t mu;
+    int next;                  /* next job id to submit */
+    int by[ROOM_N];            /* thread that submitted job i; -1 main */
+    int calls, bad_room, refused;
+    char urls[ROOM_N][64];
+} R = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void h_room(void *ctx, unsigned free_slots)
+{
+    (void)ctx;
+    int me = fetcher_thread_index();
+    pthread_mutex_lock(&R.mu);
+    R.calls++;
+    if (free_slots == 0 || free_slots > 4 || me < 0)
+        R.bad_room++;
+    for (unsigned k = 0; k < free_slots && R.next < ROOM_N; k++) {
+        int id = R.next++;
+        R.by[id] = me;
+        fetch_job j = { (uint64_t)id, R.urls[id], 0, NULL };
+        if (fetcher_submit(R.f, &j, 0) != 0)
+            R.refused++;
+    }
+    pthread_mutex_unlock(&R.mu);
+}
+
+static void fetch_room_hook_refills_its_own_thread(void **state)
+{
+    (void)state;
+    fetch_opts o = base_opts();
+    o.threads = 2;
+    o.connections = 8;
+    struct coll *c = coll_new(256);
+    fetch_hooks h = hooks_for(c);
+    h.on_room = h_room;
+    for (int i = 0; i < ROOM_N; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/n/%d", i);
+        url_of(R.urls[i], sizeof R.urls[i], path);
+    }
+    assert_int_equal(fetcher_new(&o, &h, &R.f), 0);
+    pthread_mutex_lock(&R.mu);
+    for (int i = 0; i < 2; i++) {
+        R.by[i] = -1;
+        submit(R.f, (uint64_t)i, R.urls[i], 0);
+    }
+    R.next = 2;
+    pthread_mutex_unlock(&R.mu);
+    assert_true(coll_wait(c, ROOM_N));
+    assert_int_equal(fetcher_stop(R.f, 1000), 0);
+    fetcher_free(R.f);
+    assert_int_equal(R.next, ROOM_N);
+    assert_true(R.calls > 0);
+    assert_int_equal(R.bad_room, 0);
+    assert_int_equal(R.refused, 0);
+    for (int i = 0; i < ROOM_N; i++) {
+        struct rec *r = &c->recs[i];
+        assert_int_equal(r->dones, 1);
+        assert_int_equal(r->res.error, FETCH_OK);
+        if (R.by[i] >= 0)
+            assert_int_equal(r->thread, R.by[i]); /* stayed where it was submitted */
+    }
+    coll_free(c);
+}
+
 static bool wait_atomic(atomic_int *v, int n)
 {
     int64_t end = mono_ms() + WAIT_MS;
@@ -2013,7 +2082,7 @@ static void fetch_options_checked(void **state)
     const char *bad[] = {"a.test:80:1.2.3.4\n"};
     o = base_opts(); o.resolve = bad; o.nresolve = 1;
     assert_int_equal(fetcher_new(&o, &h, &f), -EINVAL);
-    fetch_hooks no_done = {NULL, NULL, NULL, NULL, NULL};
+    fetch_hooks no_done = { .on_done = NULL };
     o = base_opts();
     assert_int_equal(fetcher_new(&o, &no_done, &f), -EINVAL);
     assert_string_equal(fetch_error_name(FETCH_ERR_BODY_TOO_LARGE), "body too large");
@@ -2206,6 +2275,7 @@ int main(void)
         cmocka_unit_test(fetch_stop_lets_transfers_finish),
         cmocka_unit_test(fetch_abort_ends_unbounded_grace),
         cmocka_unit_test(fetch_blocking_submit_waits_for_a_slot),
+        cmocka_unit_test(fetch_room_hook_refills_its_own_thread),
         cmocka_unit_test(fetch_options_checked),
         cmocka_unit_test(fetch_new_out_of_memory),
     };

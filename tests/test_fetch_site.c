@@ -191,7 +191,8 @@ static void on_done(void *ctx, const fetch_job *job, const fetch_result *res)
     pthread_mutex_unlock(&lock);
 }
 
-static const fetch_hooks HOOKS = { on_response, on_raw, on_body, on_done, NULL };
+static const fetch_hooks HOOKS = { .on_response = on_response, .on_raw = on_raw,
+                                    .on_body = on_body, .on_done = on_done };
 
 /* ---- helpers ------------------------------------------------------------ */
 
