@@ -915,7 +915,7 @@ static void hosts_table(FILE *f, const json_t *data)
     fputs("<table><thead><tr><th>host</th><th>pages</th><th>links</th><th>new</th>"
           "<th>duplicate-skip</th><th>no answer</th><th>HTTP &ge; 400</th><th>failed</th>"
           "<th>retries</th><th>robots allowed</th><th>robots disallowed</th>"
-          "<th>politeness waits</th><th>delay</th><th>bytes</th></tr></thead>\n<tbody>\n",
+          "<th>politeness waits</th><th>delay</th><th>decoded bytes</th></tr></thead>\n<tbody>\n",
           f);
     for (size_t i = 0; i < n; i++) {
         const json_t *h = json_array_get(hosts, i);
