@@ -502,13 +502,14 @@ static const char css[] =
     ".empty{color:#64748b;font-style:italic}"
     "table{border-collapse:collapse;width:100%;font-size:13.5px;font-variant-numeric:tabular-nums}"
     "th{text-align:right;font-weight:600;color:#475569;border-bottom:2px solid #e2e8f0;"
-    "padding:6px 8px;white-space:nowrap}"
-    "td{text-align:right;padding:5px 8px;border-bottom:1px solid #f1f5f9}"
+    "padding:6px 7px;white-space:nowrap;font-size:12.5px}"
+    "td{text-align:right;padding:5px 7px;border-bottom:1px solid #f1f5f9;white-space:nowrap}"
+    "#hosts{overflow-x:auto}"
     "th:first-child,td:first-child{text-align:left}"
     "tbody tr:hover{background:#f8fafc}"
     "td.host{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px;"
-    "max-width:340px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
-    ".meter{display:inline-block;width:60px;height:6px;background:#e2e8f0;border-radius:3px;"
+    "max-width:300px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
+    ".meter{display:inline-block;width:44px;height:6px;background:#e2e8f0;border-radius:3px;"
     "margin-left:8px;vertical-align:1px}"
     ".meter b{display:block;height:6px;border-radius:3px;background:#0d9488}"
     ".bars .row{display:grid;grid-template-columns:64px 1fr 72px;align-items:center;gap:10px;"
@@ -641,17 +642,18 @@ static void layers_card(FILE *f, const json_t *st)
                 rows[i].id, n, rows[i].label, s, pct((double)n, (double)urls),
                 pct((double)n, (double)urls));
     }
-    char s[32];
+    char s[32], mem[32];
     fmt_int(s, sizeof s, urls);
+    fmt_bytes(mem, sizeof mem, jnum(st, "dedup.bloom.memory_bytes"));
     fprintf(f, "<tr id=\"layer-total\" data-value=\"%lld\"><th>URLs tested</th><th>%s</th>"
                "<th></th></tr>\n</tbody></table>\n",
             urls, s);
     fprintf(f, "<p class=\"caption\">Every URL that passed the scope went through the seen test "
                "once. Bloom filter: %lld shards, %lld stages, fill %.6f, %.1f bits per URL, "
-               "%.1f MiB. %lld verifier errors.</p></div>\n",
+               "%s of bits. %lld verifier errors.</p></div>\n",
             jint(st, "dedup.bloom.shards"), jint(st, "dedup.bloom.stages"),
-            jnum(st, "dedup.bloom.fill"), jnum(st, "dedup.bloom.bits_per_item"),
-            jnum(st, "dedup.bloom.memory_bytes") / 1048576.0, jint(st, "dedup.errors"));
+            jnum(st, "dedup.bloom.fill"), jnum(st, "dedup.bloom.bits_per_item"), mem,
+            jint(st, "dedup.errors"));
 }
 
 static double *col(double *all, size_t n, size_t k) { return all + k * n; }
@@ -832,13 +834,13 @@ static void status_bars(FILE *f, const json_t *st)
         return;
     }
     fputs("<div class=\"bars\">\n", f);
-    /* jansson keeps insertion order, which the daemon made ascending */
-    json_object_foreach((json_t *)by, code, val)
-    {
-        long long n = (long long)json_integer_value(val);
-        long c = strtol(code, NULL, 10);
-        if (c < 100 || c > 599)
+    for (long c = 100; c < 600; c++) {
+        char key[8];
+        snprintf(key, sizeof key, "%ld", c);
+        val = json_object_get(by, key);
+        if (val == NULL)
             continue;
+        long long n = (long long)json_integer_value(val);
         char s[32];
         fmt_int(s, sizeof s, n);
         fprintf(f, "<div class=\"row\" id=\"status-%ld\" data-value=\"%lld\"><span>%ld</span>"
@@ -913,9 +915,10 @@ static void hosts_table(FILE *f, const json_t *data)
         return;
     }
     fputs("<table><thead><tr><th>host</th><th>pages</th><th>links</th><th>new</th>"
-          "<th>duplicate-skip</th><th>no answer</th><th>HTTP &ge; 400</th><th>failed</th>"
-          "<th>retries</th><th>robots allowed</th><th>robots disallowed</th>"
-          "<th>politeness waits</th><th>delay</th><th>decoded bytes</th></tr></thead>\n<tbody>\n",
+          "<th>duplicate-skip</th><th>no answer</th><th>HTTP &ge;400</th><th>failed</th>"
+          "<th>retries</th><th>robots: allowed</th><th>disallowed</th>"
+          "<th>politeness waits</th><th>delay</th><th>bytes (decoded)</th></tr></thead>\n"
+          "<tbody>\n",
           f);
     for (size_t i = 0; i < n; i++) {
         const json_t *h = json_array_get(hosts, i);
