@@ -482,6 +482,99 @@ static void report_renders_in_chromium(void **st)
     cr_buf_release(&text);
 }
 
+/* ---- a running crawl -------------------------------------------------------- */
+
+static json_t *stats_of(const char *dir)
+{
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    json_t *j = NULL;
+    if (proc_crawld((const char *const[]){ "stats", "--state", dir, "--json", NULL }, NULL, &out,
+                    NULL) == 0) {
+        json_error_t jerr;
+        j = json_loads(out.data, 0, &jerr);
+    }
+    cr_buf_release(&out);
+    return j;
+}
+
+/* A daemon crawl (it idles once drained, storing its figures every 2 s):
+ * the report works while it runs, and says so. */
+static void report_of_a_running_crawl(void **st)
+{
+    (void)st;
+    testsite other;
+    const char *const args[] = { "--pages", "6", "--hosts", "1", "--no-specials", NULL };
+    assert_int_equal(testsite_start(&other, args), 0);
+    char dir[300], cfg[300], log[300], out[300];
+    snprintf(dir, sizeof dir, "%s/daemon", workdir);
+    snprintf(cfg, sizeof cfg, "%s/daemon.toml", workdir);
+    snprintf(log, sizeof log, "%s/daemon.log", workdir);
+    snprintf(out, sizeof out, "%s/running.html", workdir);
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "[crawl]\nseeds = [\"http://a.test:%d/\"]\ndaemon = true\n"
+            "[fetch]\nresolve = [\"a.test:%d:127.0.0.1\"]\n[politeness]\ndelay_ms = 10\n"
+            "delay_factor = 0.0\n[storage]\nstate_dir = \"%s\"\n[control]\nlisten = \"\"\n",
+            other.port, other.port, dir);
+    fclose(f);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execl(proc_crawld_path(), "crawld", "run", "-c", cfg, (char *)NULL);
+        _exit(127);
+    }
+    /* wait (at most 20 s) until it stored two samples and fetched something */
+    json_t *s = NULL;
+    for (int i = 0; i < 200; i++) {
+        json_decref(s);
+        s = stats_of(dir);
+        if (s && json_integer_value(json_object_get(json_object_get(s, "samples"), "count")) >= 2 &&
+            json_integer_value(json_object_get(s, "pages")) > 0)
+            break;
+        struct timespec nap = { 0, 100 * 1000 * 1000 };
+        nanosleep(&nap, NULL);
+    }
+    cr_buf html;
+    cr_buf_init(&html, 0);
+    int rc = proc_crawld((const char *const[]){ "report", "--state", dir, "-o", out, NULL }, NULL,
+                         NULL, NULL);
+    kill(pid, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 300 && waitpid(pid, &status, WNOHANG) == 0; i++) {
+        struct timespec nap = { 0, 100 * 1000 * 1000 };
+        nanosleep(&nap, NULL);
+    }
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    testsite_stop(&other);
+    assert_non_null(s);
+    assert_int_equal(rc, 0);
+    assert_int_equal(slurp(out, &html), 0);
+    assert_non_null(strstr(html.data, "badge run"));
+    assert_true(value_of_id(html.data, "kpi-pages") > 0);
+    assert_true(value_of_id(html.data, "samples") >= 2);
+    /* stopped: the report says so */
+    assert_true(WIFEXITED(status));
+    assert_int_equal(proc_crawld((const char *const[]){ "report", "--state", dir, "-o", out, NULL },
+                                 NULL, NULL, NULL),
+                     0);
+    cr_buf_clear(&html);
+    assert_int_equal(slurp(out, &html), 0);
+    assert_non_null(strstr(html.data, "badge stop"));
+    cr_buf_release(&html);
+    json_decref(s);
+}
+
 /* ---- errors --------------------------------------------------------------- */
 
 static void missing_or_empty_state_is_exit_2(void **st)
@@ -619,6 +712,7 @@ int main(void)
         cmocka_unit_test(report_totals_match_stats_and_site_log),
         cmocka_unit_test(report_is_valid_html),
         cmocka_unit_test(report_renders_in_chromium),
+        cmocka_unit_test(report_of_a_running_crawl),
         cmocka_unit_test(missing_or_empty_state_is_exit_2),
         cmocka_unit_test(crawl_strings_are_escaped),
         cmocka_unit_test(samples_and_hosts_are_capped),
