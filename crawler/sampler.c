@@ -31,8 +31,8 @@ struct sampler {
     int have_prev;
     double prev_pages;
     int64_t prev_ms;
-    host_row *rows; /* scratch for one pass over the hosts */
-    size_t nrows, caprows;
+    host_row *rows; /* SAMPLER_HOSTS slots: the busiest hosts of one pass */
+    size_t nrows;
     int oom;
 };
 
@@ -221,32 +221,6 @@ json_t *sampler_host_json(const frontier_host_stats *hs)
                      (json_int_t)hs->delay_ms, "given_up", hs->given_up);
 }
 
-/* frontier_foreach_host callback: copies (runs under the frontier lock). */
-static int collect_host(void *ud, const frontier_host_stats *hs)
-{
-    sampler *s = ud;
-    if (s->nrows == s->caprows) {
-        size_t cap = s->caprows ? 2 * s->caprows : 64;
-        host_row *v = cr_realloc(s->rows, cap * sizeof *v);
-        if (v == NULL) {
-            s->oom = 1;
-            return 1;
-        }
-        s->rows = v;
-        s->caprows = cap;
-    }
-    host_row *r = &s->rows[s->nrows];
-    r->host = cr_strdup(hs->host);
-    if (r->host == NULL) {
-        s->oom = 1;
-        return 1;
-    }
-    r->hs = *hs;
-    r->hs.host = NULL;
-    s->nrows++;
-    return 0;
-}
-
 static int busiest_first(const void *a, const void *b)
 {
     const host_row *x = a, *y = b;
@@ -255,10 +229,72 @@ static int busiest_first(const void *a, const void *b)
     return strcmp(x->host, y->host);
 }
 
+/* rows[0..nrows) is a min-heap on answers: the root is the least busy of
+ * the SAMPLER_HOSTS kept so far. */
+static void heap_down(host_row *v, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && v[l].hs.answers < v[m].hs.answers)
+            m = l;
+        if (r < n && v[r].hs.answers < v[m].hs.answers)
+            m = r;
+        if (m == i)
+            return;
+        host_row t = v[i];
+        v[i] = v[m];
+        v[m] = t;
+        i = m;
+    }
+}
+
+static void heap_up(host_row *v, size_t i)
+{
+    while (i > 0 && v[(i - 1) / 2].hs.answers > v[i].hs.answers) {
+        host_row t = v[i];
+        v[i] = v[(i - 1) / 2];
+        v[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+/* frontier_foreach_host callback (under the frontier lock, so it copies
+ * only hosts that enter the top SAMPLER_HOSTS: O(log K) per host). */
+static int collect_host(void *ud, const frontier_host_stats *hs)
+{
+    sampler *s = ud;
+    if (s->nrows == SAMPLER_HOSTS && hs->answers <= s->rows[0].hs.answers)
+        return 0;
+    char *name = cr_strdup(hs->host);
+    if (name == NULL) {
+        s->oom = 1;
+        return 1;
+    }
+    if (s->nrows == SAMPLER_HOSTS) {
+        cr_free(s->rows[0].host);
+        s->rows[0].host = name;
+        s->rows[0].hs = *hs;
+        s->rows[0].hs.host = NULL;
+        heap_down(s->rows, s->nrows, 0);
+        return 0;
+    }
+    host_row *r = &s->rows[s->nrows++];
+    r->host = name;
+    r->hs = *hs;
+    r->hs.host = NULL;
+    heap_up(s->rows, s->nrows - 1);
+    return 0;
+}
+
 static int store_hosts(sampler *s, frontier *fr)
 {
     int rc = 0;
     s->oom = 0;
+    if (s->rows == NULL) {
+        s->rows = cr_calloc(SAMPLER_HOSTS, sizeof *s->rows);
+        if (s->rows == NULL)
+            return -ENOMEM;
+    }
     frontier_foreach_host(fr, collect_host, s);
     if (s->oom) {
         rc = -ENOMEM;

@@ -11,8 +11,10 @@
  *
  * Sample rows are keyed by wall-clock Unix ms, so a resumed crawl adds to
  * the rows of the earlier run instead of replacing them. Cost per call: one
- * pass over the frontier's hosts (under its lock, copying their figures),
- * a sort, and 1 + min(hosts, SAMPLER_HOSTS) queued writes.
+ * pass over the frontier's hosts under its lock (a bounded heap keeps the
+ * busiest; only those are copied), a sort, and 1 + min(hosts,
+ * SAMPLER_HOSTS) queued writes. A host's row is refreshed only while it is
+ * among the busiest; one that drops out keeps its last row.
  *
  * Threads: one thread at a time (the scheduler); the sampler owns nothing
  * but its last pages count and the scratch host array. */
