@@ -121,7 +121,7 @@ int cmd_report(int argc, char **argv)
     snprintf(tmp, tl, "%s.tmp%ld", outp, (long)getpid());
     f = fopen(tmp, "w");
     if (f == NULL) {
-        fprintf(stderr, "crawld report: cannot write %s: %s\n", tmp, strerror(errno));
+        fprintf(stderr, "crawld report: cannot write %s: %s\n", outp, strerror(errno));
         goto out;
     }
     r = report_write(f, data, &m);
