@@ -43,5 +43,6 @@ int cmd_robots(int argc, char **argv);
 int cmd_dedup(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

@@ -8,11 +8,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "crawler/report.h"
 #include "crawler/summary.h"
 #include "storage/db.h"
 
 static const char usage[] =
-    "usage: crawld stats [--state DIR] [--json] [-c FILE] [--set K=V]...\n"
+    "usage: crawld stats [--state DIR] [--json [--samples]] [-c FILE] [--set K=V]...\n"
     "\n"
     "Prints the figures of the crawl whose state is in DIR (default:\n"
     "storage.state_dir of the configuration): pages by status, links, the\n"
@@ -21,7 +22,34 @@ static const char usage[] =
     "running crawl too (the daemon stores its figures every 2 s).\n"
     "\n"
     "  --state DIR   the crawl's state folder\n"
-    "  --json        print JSON instead (the same figures, for scripts)\n";
+    "  --json        print JSON instead (the same figures, for scripts), with the\n"
+    "                busiest hosts (\"hosts\") and where the samples over time are\n"
+    "                (\"samples\"): the figures of `crawld report`\n"
+    "  --samples     with --json: include every stored sample\n";
+
+#define STATS_MAX_HOSTS 1000
+
+/* Adds "hosts", "hosts_total" and "samples" from report_load's object. */
+static void add_figures(json_t *st, json_t *fig, const char *dir, bool with_rows)
+{
+    json_t *samples = json_object_get(fig, "samples");
+    size_t n = json_array_size(samples);
+    char where[4200];
+    snprintf(where, sizeof where, "%s/crawld.db, table samples", dir);
+    json_object_set(st, "hosts", json_object_get(fig, "hosts"));
+    json_object_set(st, "hosts_total", json_object_get(fig, "hosts_total"));
+    json_t *ps = json_pack("{s:O, s:s, s:I, s:o?, s:o?}", "count",
+                           json_object_get(fig, "samples_total"), "where", where, "interval_ms",
+                           (json_int_t)2000, "first_t_ms",
+                           n ? json_incref(json_object_get(json_array_get(samples, 0), "t_ms"))
+                             : NULL,
+                           "last_t_ms",
+                           n ? json_incref(json_object_get(json_array_get(samples, n - 1), "t_ms"))
+                             : NULL);
+    if (ps != NULL && with_rows)
+        json_object_set(ps, "rows", samples);
+    json_object_set_new(st, "samples", ps);
+}
 
 static const char *const state_names[DB_STATE_COUNT] = { "queued", "in_flight", "done",
                                                          "failed", "seen_only", "excluded" };
@@ -30,7 +58,7 @@ int cmd_stats(int argc, char **argv)
 {
     cli_conf cc = { 0 };
     const char *dir = NULL;
-    bool as_json = false;
+    bool as_json = false, with_samples = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int code = cli_common_arg(&cc, "stats", usage, argc, argv, &i);
@@ -42,6 +70,8 @@ int cmd_stats(int argc, char **argv)
             dir = argv[++i];
         } else if (strcmp(a, "--json") == 0) {
             as_json = true;
+        } else if (strcmp(a, "--samples") == 0) {
+            with_samples = true;
         } else {
             return cli_bad_option("stats", a);
         }
@@ -77,6 +107,14 @@ int cmd_stats(int argc, char **argv)
         json_object_set_new(rows, state_names[s], json_integer((json_int_t)counts[s]));
     json_object_set_new(st, "database", rows);
     if (as_json) {
+        json_t *fig = NULL;
+        /* all samples when asked for; else only the first and the last */
+        if (report_load(rd, with_samples ? 0 : 2, STATS_MAX_HOSTS, &fig, err, sizeof err) < 0) {
+            fprintf(stderr, "crawld stats: %s: %s\n", dir, err);
+            goto out;
+        }
+        add_figures(st, fig, dir, with_samples);
+        json_decref(fig);
         json_dumpf(st, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
         fputc('\n', stdout);
     } else {

@@ -36,6 +36,7 @@
 #include "common/buf.h"
 #include "crawler/fetch.h"
 #include "crawler/links.h"
+#include "crawler/sampler.h"
 #include "crawler/summary.h"
 #include "crawler/url.h"
 #include "crawler/verifier.h"
@@ -105,6 +106,8 @@ struct crawl {
 
     atomic_uint_fast64_t pages, fetch_errors, status_counts[600], bytes, links, links_rejected,
         links_out_of_scope, nofollow_skipped, redirects, redirects_too_long, truncated;
+    atomic_uint_fast64_t errors_by_kind[FETCH_ERR_COUNT];
+    sampler *smp;               /* the scheduler's: figures over time */
 };
 
 /* A fetch in progress: owned by the hooks from submit to on_done. */
@@ -124,6 +127,7 @@ struct fjob {
     cr_buf raw;                 /* wire payload for the archive */
     cr_buf headers, request;
     char ip[64];
+    int64_t links_tested, links_new; /* this page's links that met the seen test */
 };
 
 static int64_t mono_ms(void)
@@ -202,15 +206,17 @@ static void on_inserted(void *ud, const db_result *r)
     cr_free(p);
 }
 
+#define DISCOVER_OUT_OF_SCOPE 2
+
 /* A canonical URL found at depth through a link of kind: 1 new and queued,
- * 0 not (duplicate or out of scope), < 0 storage error. */
+ * 0 duplicate (or no host), DISCOVER_OUT_OF_SCOPE, < 0 storage error. */
 static int discover(crawl *c, const char *url, size_t len, int depth, int kind, bool scoped)
 {
     if (scoped) {
         scope_verdict v = scope_check(c->sc, url, len, depth, kind);
         if (v != SCOPE_ALLOWED) {
             bump(&c->links_out_of_scope);
-            return 0;
+            return DISCOVER_OUT_OF_SCOPE;
         }
     }
     size_t off, hl;
@@ -320,7 +326,11 @@ static void on_link(void *ud, const links_link *l)
         int kind = l->cls == LINKS_REQUISITE && scope_in_scope(c->sc, j->url, j->url_len)
                        ? DB_KIND_REQUISITE
                        : DB_KIND_NAVIGATION;
-        discover(c, t->out.data, t->out.len, j->fj.depth + 1, kind, true);
+        int r = discover(c, t->out.data, t->out.len, j->fj.depth + 1, kind, true);
+        if (r == 0 || r == 1) {
+            j->links_tested++;
+            j->links_new += r;
+        }
     }
 }
 
@@ -474,6 +484,8 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         archive(c, j, r);
     } else {
         bump(&c->fetch_errors);
+        if ((unsigned)r->error < FETCH_ERR_COUNT)
+            bump(&c->errors_by_kind[r->error]);
     }
     if (j->fj.is_robots) {
         finish_robots(c, j, r);
@@ -507,7 +519,8 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
     frontier_outcome o = { .status = answered ? j->status : 0, .error = error_kind(r->error),
                            .error_text = reason[0] ? reason : NULL, .response_ms = r->total_ms,
                            .retry_after_s = j->retry_after_s, .bytes = (int64_t)r->decoded_bytes,
-                           .content_type = j->ctype };
+                           .content_type = j->ctype, .links = j->links_tested,
+                           .links_new = j->links_new };
     frontier_done(c->fr, &j->fj, &o, mono_ms_ceil());
     fjob_free(j);
     /* no nudge: hook_room comes next on this thread and refills the slot */
@@ -649,6 +662,11 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     c->fr = frontier_new(&fo, c->d, err, errlen);
     if (c->fr == NULL)
         goto fail;
+    c->smp = sampler_new(c->d, cfg);
+    if (c->smp == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     url_policy up;
     wire_url_policy(cfg, &up);
     wire_links_opts(cfg, &c->lopts);
@@ -723,7 +741,7 @@ int crawl_add_seed(crawl *c, const char *url, size_t len, char *why, size_t whyl
         snprintf(why, whylen, "the database failed");
     cr_buf_release(&out);
     nudge(c);
-    return rc < 0 ? -EIO : rc;
+    return rc < 0 ? -EIO : rc == DISCOVER_OUT_OF_SCOPE ? 0 : rc;
 }
 
 int crawl_dedup_url(crawl *c, const char *url, size_t len)
@@ -974,6 +992,16 @@ json_t *crawl_status_json(crawl *c)
         json_object_set_new(j, "storage", json_pack("{s:I, s:I, s:I}", "ops", (json_int_t)ds.ops,
                                                     "commits", (json_int_t)ds.commits,
                                                     "failed_ops", (json_int_t)ds.failed_ops));
+    json_t *kinds = json_object();
+    for (int e = 0; e < FETCH_ERR_COUNT; e++) {
+        uint64_t n = atomic_load(&c->errors_by_kind[e]);
+        if (n)
+            json_object_set_new(kinds, fetch_error_name((fetch_error)e), json_integer((json_int_t)n));
+    }
+    if (j)
+        json_object_set_new(j, "fetch_errors_by_kind", kinds);
+    else
+        json_decref(kinds);
     if (j && c->w)
         json_object_set_new(j, "archive", json_pack("{s:I, s:I}", "responses",
                                                     (json_int_t)st.archived, "revisits",
@@ -981,13 +1009,16 @@ json_t *crawl_status_json(crawl *c)
     return j;
 }
 
-/* Stores the figures in the database, for `crawld stats`. */
+/* Stores the figures in the database, for `crawld stats`, and a sample of
+ * them over time, for `crawld report`. */
 static void persist_stats(crawl *c)
 {
     json_t *j = crawl_status_json(c);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     if (text)
         db_put_meta(c->d, "stats", text);
+    if (j && sampler_record(c->smp, j, seen_bloom(c->s), c->fr) < 0 && c->log)
+        fprintf(c->log, "crawld: could not store a sample of the figures\n");
     free(text);
     json_decref(j);
 }
@@ -1087,6 +1118,7 @@ int crawl_close(crawl *c)
         persist_stats(c);
         snapshot(c);
     }
+    sampler_free(c->smp);
     frontier_free(c->fr);
     if (c->w && warc_close(c->w) < 0)
         rc = -EIO;

@@ -19,7 +19,7 @@ static const command commands[] = {
     { "run", cmd_run, "crawl from the seeds until the frontier drains (or as a daemon)", NULL },
     { "dedup", cmd_dedup, "dedup a URL stream on stdin; report what each layer skipped", NULL },
     { "stats", cmd_stats, "print the figures of a finished or running crawl", NULL },
-    { "report", NULL, "write an HTML report of a crawl", "the crawl report (issue 10)" },
+    { "report", cmd_report, "write an HTML report of a crawl (charts, hosts, figures)", NULL },
     { "check-config", cmd_check_config, "validate a configuration and print the effective one",
       NULL },
     { "canon", cmd_canon, "print the canonical form of URLs", NULL },

@@ -196,6 +196,7 @@ typedef struct fhost {
     int fail_streak, fail_pauses;
     bool given_up, capped;
     int64_t pages, jobs, robots_ok, robots_no, waits, retries, failed;
+    int64_t answers, no_answer, http_errors, bytes, links, links_new; /* for reports */
 } fhost;
 
 /* ---- the known-id bitmap ------------------------------------------------ */
@@ -1408,6 +1409,21 @@ static void describe_failure(const frontier_outcome *o, char *out, size_t len)
         snprintf(out, len, "%s", o->error == FRONTIER_ERR_NETWORK ? "network error" : "fetch error");
 }
 
+/* The figures a report shows per host (under the lock). */
+static void note_outcome(fhost *h, const frontier_outcome *o)
+{
+    if (o->status > 0) {
+        h->answers++;
+        h->bytes += o->bytes > 0 ? o->bytes : 0;
+    } else {
+        h->no_answer++;
+    }
+    if (o->status >= 400)
+        h->http_errors++;
+    h->links += o->links > 0 ? o->links : 0;
+    h->links_new += o->links_new > 0 ? o->links_new : 0;
+}
+
 int frontier_done(frontier *f, frontier_job *job, const frontier_outcome *o, int64_t now)
 {
     pending_op op;
@@ -1428,6 +1444,7 @@ int frontier_done(frontier *f, frontier_job *job, const frontier_outcome *o, int
         now = f->now;
     f->now = now;
     finish_request(f, h, o, now);
+    note_outcome(h, o);
     host_error = o->status >= 500 || (o->status <= 0 && o->error == FRONTIER_ERR_NETWORK);
     retryable = host_error || o->status == 429;
     if (o->status == 429 || o->status == 503) {
@@ -1545,6 +1562,7 @@ int frontier_robots_done(frontier *f, frontier_job *job, const frontier_outcome 
     f->now = now;
     h->robots_fetching = false;
     f->robots_in_flight--;
+    note_outcome(h, o);
     if (o->status == 429 || o->status == 503) {
         h->paused_until = max64(h->paused_until, now + retry_after_ms(f, o, h->robots_fails + 1));
         f->st.retry_after_pauses++;
@@ -1704,7 +1722,14 @@ static void host_stats(const frontier *f, const fhost *h, frontier_host_stats *o
     o->fail_streak = h->fail_streak;
     o->given_up = h->given_up;
     o->capped = h->capped;
+    o->answers = h->answers;
+    o->no_answer = h->no_answer;
+    o->http_errors = h->http_errors;
+    o->bytes = h->bytes;
+    o->links = h->links;
+    o->links_new = h->links_new;
 }
+
 
 int frontier_host_stats_get(frontier *f, const char *host, frontier_host_stats *out)
 {

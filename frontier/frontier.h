@@ -185,6 +185,8 @@ typedef struct frontier_outcome {
                                converted); < 0 = absent */
     int64_t bytes;          /* body bytes */
     const char *content_type; /* NULL = none */
+    int64_t links;          /* links of the page that reached the seen test */
+    int64_t links_new;      /* ... of which new (the rest were duplicates) */
 } frontier_outcome;
 
 enum frontier_done_result {
@@ -287,6 +289,12 @@ typedef struct frontier_host_stats {
     int fail_streak;
     bool given_up;
     bool capped;              /* max_pages_per_host reached */
+    /* Outcomes as reported to frontier_done / frontier_robots_done: */
+    int64_t answers;          /* HTTP answers, robots.txt and retries included */
+    int64_t no_answer;        /* fetches without one (network, fatal) */
+    int64_t http_errors;      /* answers with status >= 400 */
+    int64_t bytes;            /* body bytes of the answers */
+    int64_t links, links_new; /* sums of frontier_outcome's */
 } frontier_host_stats;
 
 /* One host's figures. 0, or -ENOENT for a host the frontier does not know.

@@ -83,11 +83,20 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "CREATE INDEX urls_host_state ON urls(host, state, depth, id) WHERE " INDEXED ";",
 };
 
-enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META };
+/* Figures over time (`crawld report`): additive tables that every db_open
+ * creates when missing, so they need no schema version of their own and an
+ * older crawld opens a newer file unharmed. Readers of a file that lacks
+ * them see no rows. */
+static const char figures_sql[] =
+    "CREATE TABLE IF NOT EXISTS samples(t_ms INTEGER PRIMARY KEY, data TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS hosts(host TEXT PRIMARY KEY, pages INTEGER NOT NULL,"
+    " data TEXT NOT NULL);";
+
+enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META, OP_SAMPLE, OP_HOST };
 
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_INSERT, ST_FIND, ST_GETSTATE,
-    ST_OUTCOME, ST_SETSTATE, ST_META, ST_COUNT
+    ST_OUTCOME, ST_SETSTATE, ST_META, ST_SAMPLE, ST_HOST, ST_COUNT
 };
 
 static const char *const writer_sql[ST_COUNT] = {
@@ -103,6 +112,8 @@ static const char *const writer_sql[ST_COUNT] = {
                    " content_type = ?9 WHERE id = ?1",
     [ST_SETSTATE] = "UPDATE urls SET state = ?2 WHERE id = ?1",
     [ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
+    [ST_SAMPLE] = "INSERT OR REPLACE INTO samples(t_ms, data) VALUES(?1, ?2)",
+    [ST_HOST] = "INSERT OR REPLACE INTO hosts(host, pages, data) VALUES(?1, ?2, ?3)",
 };
 
 /* A caller waiting for `pending` of its ops (on its stack; guarded by mu). */
@@ -609,7 +620,7 @@ static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
         if (rc < 0)
             return rc;
     }
-    return 0;
+    return exec(d->conn, figures_sql, d->path, "creating the figures tables", err, errlen);
 }
 
 /* Resets rows left in flight by a crash and loads the per-state counts. */
@@ -995,6 +1006,45 @@ int db_put_meta(db *d, const char *key, const char *value)
     return enqueue(d, &o);
 }
 
+/* Queues an op carrying two strings (a and b, copied into one allocation). */
+static int enqueue_text2(db *d, int type, int64_t num, const char *a, const char *b)
+{
+    struct op o;
+    size_t al, bl;
+    char *m;
+
+    al = strlen(a);
+    bl = strlen(b);
+    if (al > DB_HOST_MAX || bl > DB_URL_MAX)
+        return -E2BIG;
+    m = cr_malloc(al + bl + 2);
+    if (m == NULL)
+        return -ENOMEM;
+    memcpy(m, a, al + 1);
+    memcpy(m + al + 1, b, bl + 1);
+    memset(&o, 0, sizeof o);
+    o.type = type;
+    o.id = num;
+    o.url = m;
+    o.error = m + al + 1;
+    o.mem = m;
+    return enqueue(d, &o);
+}
+
+int db_put_sample(db *d, int64_t t_ms, const char *data)
+{
+    if (t_ms < 0 || data == NULL)
+        return -EINVAL;
+    return enqueue_text2(d, OP_SAMPLE, t_ms, "", data);
+}
+
+int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data)
+{
+    if (host == NULL || data == NULL || pages < 0)
+        return -EINVAL;
+    return enqueue_text2(d, OP_HOST, pages, host, data);
+}
+
 int db_flush(db *d)
 {
     struct op o;
@@ -1162,6 +1212,21 @@ static int apply_batch(db *d, struct op *batch, size_t n)
             sqlite3_bind_text(d->st[ST_META], 1, o->url, -1, SQLITE_STATIC);
             sqlite3_bind_text(d->st[ST_META], 2, o->error, -1, SQLITE_STATIC);
             rc = step_done(d->st[ST_META]);
+            o->status = 0;
+            break;
+        case OP_SAMPLE:
+            what = "writing a sample";
+            sqlite3_bind_int64(d->st[ST_SAMPLE], 1, o->id);
+            sqlite3_bind_text(d->st[ST_SAMPLE], 2, o->error, -1, SQLITE_STATIC);
+            rc = step_done(d->st[ST_SAMPLE]);
+            o->status = 0;
+            break;
+        case OP_HOST:
+            what = "writing a host's figures";
+            sqlite3_bind_text(d->st[ST_HOST], 1, o->url, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(d->st[ST_HOST], 2, o->id);
+            sqlite3_bind_text(d->st[ST_HOST], 3, o->error, -1, SQLITE_STATIC);
+            rc = step_done(d->st[ST_HOST]);
             o->status = 0;
             break;
         case OP_OUTCOME:
@@ -1621,4 +1686,120 @@ int db_reader_check(db_reader *rd, int quick, char *out, size_t len)
     }
     sqlite3_finalize(s);
     return res;
+}
+
+/* Prepares a query on a table that an older file may lack: 0 with *s set,
+ * 1 when the table is missing (no rows), < 0 on error. */
+static int prepare_figures(db_reader *rd, const char *sql, sqlite3_stmt **s)
+{
+    int rc = sqlite3_prepare_v2(rd->conn, sql, -1, s, NULL);
+
+    if (rc == SQLITE_OK)
+        return 0;
+    if ((rc & 0xff) == SQLITE_ERROR && strstr(sqlite3_errmsg(rd->conn), "no such table") != NULL)
+        return 1;
+    return sql_errno(rc);
+}
+
+int64_t db_reader_sample_count(db_reader *rd)
+{
+    sqlite3_stmt *s = NULL;
+    int64_t n = 0;
+    int rc = prepare_figures(rd, "SELECT count(*) FROM samples", &s);
+
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? n : sql_errno(rc);
+}
+
+int64_t db_reader_samples(db_reader *rd, size_t max, db_sample_fn cb, void *ud)
+{
+    sqlite3_stmt *s = NULL;
+    int64_t total, i = 0, n = 0, stride = 1;
+    int rc, r = 0;
+
+    if (cb == NULL)
+        return -EINVAL;
+    /* one read transaction, so the count and the rows agree */
+    sqlite3_exec(rd->conn, "BEGIN", NULL, NULL, NULL);
+    total = db_reader_sample_count(rd);
+    if (total <= 0)
+        goto out;
+    if (max > 0 && max < 2)
+        max = 2;
+    if (max > 0 && (uint64_t)total > max) /* ceil((total - 1) / (max - 1)) */
+        stride = (total - 1 + (int64_t)max - 2) / ((int64_t)max - 1);
+    rc = prepare_figures(rd, "SELECT t_ms, data FROM samples ORDER BY t_ms", &s);
+    if (rc != 0) {
+        total = rc > 0 ? 0 : rc;
+        goto out;
+    }
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t k = i++;
+        if (k % stride != 0 && k != total - 1)
+            continue; /* evenly thinned; the first and the last are kept */
+        const char *data = (const char *)sqlite3_column_text(s, 1);
+        if (data == NULL) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        n++;
+        r = cb(ud, sqlite3_column_int64(s, 0), data, (size_t)sqlite3_column_bytes(s, 1));
+        if (r != 0)
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        total = sql_errno(rc);
+    else
+        total = r < 0 ? r : n;
+out:
+    sqlite3_finalize(s);
+    sqlite3_exec(rd->conn, "COMMIT", NULL, NULL, NULL);
+    return total;
+}
+
+int64_t db_reader_host_stats(db_reader *rd, size_t max, int64_t *total, db_hoststats_fn cb,
+                             void *ud)
+{
+    sqlite3_stmt *s = NULL;
+    int64_t n = 0;
+    int rc, r = 0;
+
+    if (cb == NULL)
+        return -EINVAL;
+    if (total != NULL) {
+        *total = 0;
+        rc = prepare_figures(rd, "SELECT count(*) FROM hosts", &s);
+        if (rc < 0)
+            return rc;
+        if (rc == 0 && sqlite3_step(s) == SQLITE_ROW)
+            *total = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+        s = NULL;
+    }
+    rc = prepare_figures(rd, "SELECT host, pages, data FROM hosts ORDER BY pages DESC, host"
+                             " LIMIT ?1", &s);
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    sqlite3_bind_int64(s, 1, max > 0 ? (int64_t)max : -1);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(s, 0);
+        const char *data = (const char *)sqlite3_column_text(s, 2);
+        if (h == NULL || data == NULL) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        n++;
+        r = cb(ud, h, sqlite3_column_int64(s, 1), data);
+        if (r != 0)
+            break;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sql_errno(rc);
+    return r < 0 ? r : n;
 }

@@ -157,6 +157,14 @@ int db_set_state(db *d, int64_t id, int state);
  * `crawld stats`); both copied; "schema_version" is refused (-EINVAL). */
 int db_put_meta(db *d, const char *key, const char *value);
 
+/* Figures over time, for `crawld report` (tables `samples` and `hosts`,
+ * created by db_open when missing). Both queue like db_put_meta and copy
+ * their strings; data is the caller's text (crawld stores JSON objects).
+ * A sample is keyed by t_ms (ms since the crawl started; the same t_ms
+ * replaces the row). A host row is replaced whole; pages is its sort key. */
+int db_put_sample(db *d, int64_t t_ms, const char *data);
+int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data);
+
 /* Returns once everything queued before it is committed and its callbacks
  * ran: 0, or the first error the writer met since the previous db_flush()
  * (db_last_error() has the message). */
@@ -246,6 +254,24 @@ int db_reader_count_by_state(db_reader *rd, int64_t counts[DB_STATE_COUNT]);
 typedef int (*db_host_fn)(void *ud, const char *host, size_t host_len,
                           const int64_t counts[DB_STATE_COUNT]);
 int64_t db_reader_host_counts(db_reader *rd, const char *host, db_host_fn cb, void *ud);
+
+/* Samples stored with db_put_sample, as t_ms order. When more than max
+ * (> 1; 0 = all) are stored, every k-th row is passed so that about max
+ * reach cb, the first and the last always among them. data is valid
+ * during the callback only; cb's return as above. Returns the number passed
+ * to cb (0 for a file without samples), or < 0. */
+typedef int (*db_sample_fn)(void *ud, int64_t t_ms, const char *data, size_t len);
+int64_t db_reader_samples(db_reader *rd, size_t max, db_sample_fn cb, void *ud);
+/* How many samples are stored (0 for a file without the table), or < 0. */
+int64_t db_reader_sample_count(db_reader *rd);
+
+/* Host rows stored with db_put_host_stats, busiest (pages) first, at most
+ * max (0 = all); *total (may be NULL) gets how many rows there are. Strings
+ * valid during the callback only. Returns the number passed to cb, or < 0.
+ * OUT: total */
+typedef int (*db_hoststats_fn)(void *ud, const char *host, int64_t pages, const char *data);
+int64_t db_reader_host_stats(db_reader *rd, size_t max, int64_t *total, db_hoststats_fn cb,
+                             void *ud);
 
 /* PRAGMA quick_check (quick != 0) or integrity_check: 0 if the file is
  * sound, -EBADMSG with the first problem in msg, other < 0 on error. OUT: msg */
