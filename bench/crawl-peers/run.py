@@ -11,7 +11,7 @@ Environment (all optional):
                           crawld,wget,wget2,httrack,scrapy,crawlee)
   CRAWL_PORT_DOC=18401    CRAWL_PORT_GEN=18402
   CRAWL_PAGES=20000       CRAWL_SEED=1 (generated site)
-  CRAWL_HTTRACK_CAP=240   HTTrack's own wall-clock cap, seconds (-E)
+  CRAWL_HTTRACK_CAP=300   HTTrack's own wall-clock cap, seconds (-E)
   CRAWL_TIMEOUT=900       hard wall-clock cap of any one run, seconds
   CRAWL_RESULTS=DIR       where results go (default $B/bench-crawl)
   CRAWL_KEEP=1            keep the temp folder (logs, site) for inspection
@@ -306,6 +306,7 @@ COLUMNS = [
     ("robots", "robots.txt", "%d", None),
     ("distinct", "distinct 200", "%d", "high"),
     ("missed", "missed", "%d", "low"),
+    ("extra", "200 outside known", "%d", None),
     ("dup_exact", "dup exact", "%d", "low"),
     ("dup_canon", "dup canon", "%d", "low"),
     ("disallowed", "disallowed", "%d", "low"),
@@ -395,7 +396,7 @@ def main():
         "bin": os.path.join(root, os.environ.get("BIN", "bin")),
         "port_doc": env_int("CRAWL_PORT_DOC", 18401),
         "port_gen": env_int("CRAWL_PORT_GEN", 18402),
-        "httrack_cap": env_int("CRAWL_HTTRACK_CAP", 240),
+        "httrack_cap": env_int("CRAWL_HTTRACK_CAP", 300),
         "timeout": env_int("CRAWL_TIMEOUT", 900),
         "keep": os.environ.get("CRAWL_KEEP", "") not in ("", "0"),
         "doc_root": DOC_ROOT,
