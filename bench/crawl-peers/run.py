@@ -32,7 +32,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import canon  # noqa: E402
 import known  # noqa: E402
 import parselog  # noqa: E402
 
@@ -456,12 +455,16 @@ def main():
                 for name in crawlers:
                     n += 1
                     say("run %d/%d: round %d, %s site, %s ..." % (n, total, rnd, site["name"], name))
-                    row, argv = run_one(name, site, rnd, cfg, tmp)
+                    try:
+                        row, argv = run_one(name, site, rnd, cfg, tmp)
+                    except (OSError, RuntimeError, ValueError) as e:
+                        row, argv = {"site": site["name"], "crawler": name, "round": rnd,
+                                     "status": "failed", "note": "bench error: %s" % e}, None
                     if argv:
                         cmds[name] = argv
                     rows.append(row)
-                    if row["status"] == "n/a":
-                        say("  n/a: %s" % row["note"])
+                    if "wall" not in row:
+                        say("  %s: %s" % (row["status"], row["note"]))
                     else:
                         say("  %s: %.1f s, %d requests, %d distinct 200, %s missed%s" % (
                             row["status"], row["wall"], row["requests"], row["distinct"],
