@@ -8,7 +8,7 @@ One set of rules, used everywhere a URL is compared:
   - remove dot segments (RFC 3986 5.2.4); "/" for an empty path;
   - drop the fragment; drop an empty query ("?" alone);
   - sort query parameters by name (stable: equal names keep their order).
-Python 3 standard library only.
+Python 3 standard library only. `python3 canon.py` checks the rules.
 """
 
 import re
@@ -150,3 +150,43 @@ def robots_disallows(robots_text, agent="*"):
 def is_disallowed(url, prefixes):
     pq = path_and_query(url)
     return any(pq.startswith(p) for p in prefixes)
+
+
+def _selftest():
+    """python3 canon.py: checks every rule above on one example each."""
+    cases = [
+        ("HTTP://Example.COM:80/a", "http://example.com/a"),
+        ("https://h:443", "https://h/"),
+        ("http://h:8080/a/./b/../c", "http://h:8080/a/c"),
+        ("http://h/s1/%70%35%2ehtml", "http://h/s1/p5.html"),
+        ("http://h/a%2fb%3a", "http://h/a%2Fb%3A"),
+        ("http://h/p.html#top", "http://h/p.html"),
+        ("http://h/p.html?", "http://h/p.html"),
+        ("http://h/l?b=2&a=1&a=0", "http://h/l?a=1&a=0&b=2"),
+        ("http://h/%7euser/%2D", "http://h/~user/-"),
+        ("ftp://h/x", None),
+    ]
+    bad = 0
+    for url, want in cases:
+        got = canonical(url)
+        if got != want:
+            print("canon: %s -> %s, want %s" % (url, got, want))
+            bad += 1
+    rel = [("http://h/s1/p1.html", "../s2/x/../p2.html?#a", "http://h/s2/p2.html"),
+           ("http://h/s1/p1.html", "//h/s3/p3.html", "http://h/s3/p3.html"),
+           ("http://h/s1/", "./p4.html", "http://h/s1/p4.html")]
+    for base, href, want in rel:
+        if resolve(base, href) != want:
+            print("resolve: %s + %s -> %s, want %s" % (base, href, resolve(base, href), want))
+            bad += 1
+    dis = robots_disallows("User-agent: *\nDisallow: /private/\n")
+    if not is_disallowed(canonical("http://h/%70rivate/p3.html"), dis) or is_disallowed("http://h/p", dis):
+        print("robots: /%70rivate/ must be disallowed, /p allowed")
+        bad += 1
+    total = len(cases) + len(rel) + 1
+    print("%d passed, %d failed" % (total - bad, bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_selftest())
