@@ -330,7 +330,7 @@ def run_one(name, site, rnd, cfg, tmp):
     row["cpu_ms_per_page"] = 1000.0 * row["cpu"] / d if d else None
     if not cfg["keep"]:
         shutil.rmtree(work, ignore_errors=True)
-    return row, argv
+    return row, [a.replace(work, "$WORK") for a in argv]
 
 
 # ---------------------------------------------------------------- report
@@ -555,14 +555,15 @@ def main():
     for name in crawlers:
         if name in cmds:
             print("- %s: `%s`" % (name, " ".join(_q(a) for a in cmds[name])))
-    print("- every run: `/usr/bin/time -v timeout -k 10 %d CMD`, with a fresh nginx per run" % cfg["timeout"])
+    print("- every run: `/usr/bin/time -v timeout -k 10 %d CMD` in a fresh temp folder $WORK, with a fresh nginx;"
+          " crawld.toml is bench/crawl-peers/crawld.toml.in with the seed and $WORK/state filled in" % cfg["timeout"])
     print()
     print("Per-run figures: %s and %s" % (jpath, cpath))
     return 0
 
 
 def _q(a):
-    if a and all(c.isalnum() or c in "-_./:=%,@+" for c in a):
+    if a and all(c.isalnum() or c in "-_./:=%,@+$" for c in a):
         return a
     return "'" + a.replace("'", "'\\''") + "'"
 
