@@ -48,7 +48,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 PROGS := $(BIN)/crawld $(if $(SITE_SRC),$(BIN)/testsite)
 
-.PHONY: all deps test check asan tsan run bench fuzz clean tests-build
+.PHONY: all deps test check asan tsan run bench bench-crawl fuzz clean tests-build
 all: $(PROGS)
 
 $(B)/%.o: %.c
@@ -115,6 +115,11 @@ run: deps
 bench: deps
 	@$(MAKE) --no-print-directory $(PROGS) $(BENCHES)
 	@sh bench/run.sh $(B) $(BIN)
+
+# Only the peer crawl benchmark (bench/bench_crawl.sh; CRAWL_RUNS=1 for a quick one).
+bench-crawl: deps
+	@$(MAKE) --no-print-directory $(BIN)/crawld
+	@B=$(B) BIN=$(BIN) CRAWLD_ROOT=$(CURDIR) sh bench/bench_crawl.sh
 
 # libFuzzer targets (clang): build/fuzz/fuzz_NAME; see tests/fuzz/README.md.
 FUZZ_CFLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(PC_CFLAGS)
