@@ -833,6 +833,7 @@ int crawl_run(crawl *c)
 {
     int64_t next_snap = mono_ms() + c->cfg->dedup.snapshot_interval_s * 1000;
     int drained_checks = 0;
+    uint64_t drained_mark = 0; /* jobs submitted when drained was last seen */
     int64_t next_stats = mono_ms();
     for (;;) {
         if (c->signal_stop) {
@@ -867,6 +868,15 @@ int crawl_run(crawl *c)
             return r;
         }
         if (r == FRONTIER_DRAINED) {
+            /* Drained means done only when it is seen twice, with a flush
+             * between, and no job was submitted in between (by this loop
+             * or by a fetcher thread's refill): a page fetched meanwhile
+             * may have links still on their way. */
+            fetch_stats fst;
+            fetcher_stats(c->f, &fst);
+            if (fst.submitted != drained_mark)
+                drained_checks = 0;
+            drained_mark = fst.submitted;
             if (drained_checks >= 2) {
                 /* a drained daemon idles until a seed or an API call nudges it */
                 wait_until(c, -1, nudged);
