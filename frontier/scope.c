@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <libpsl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -262,6 +263,8 @@ struct pattern {
     size_t len;
 };
 
+#define COUNT_STRIPES 8
+
 struct scope {
     scope_opts o;                 /* patterns point at inc/exc below */
     struct pattern *inc, *exc;
@@ -269,8 +272,16 @@ struct scope {
     pthread_rwlock_t lock;        /* guards seeds and nprefixes */
     keyset seeds;
     size_t nprefixes;
-    atomic_uint_fast64_t counts[SCOPE_VERDICT_COUNT];
+    /* verdict counts, striped: each thread adds to its own stripe (no
+     * cache line shared by threads checking links at once); reads sum */
+    struct {
+        atomic_uint_fast64_t n[SCOPE_VERDICT_COUNT];
+        char pad[64];
+    } counts[COUNT_STRIPES];
 };
+
+static atomic_uint next_stripe;
+static _Thread_local unsigned my_stripe = UINT_MAX;
 
 void scope_opts_defaults(scope_opts *o)
 {
@@ -370,7 +381,8 @@ scope *scope_new(const scope_opts *o, char *err, size_t errlen)
         goto oom;
     }
     for (int i = 0; i < SCOPE_VERDICT_COUNT; i++)
-        atomic_init(&s->counts[i], 0);
+        for (int k = 0; k < COUNT_STRIPES; k++)
+            atomic_init(&s->counts[k].n[i], 0);
     return s;
 oom:
     if (err != NULL && errlen > 0)
@@ -586,14 +598,19 @@ scope_verdict scope_check(scope *s, const char *url, size_t len, int64_t depth, 
         v = SCOPE_TOO_DEEP;
     if (v == SCOPE_ALLOWED)
         v = traps(s, len, url, &p);
-    atomic_fetch_add_explicit(&s->counts[v], 1, memory_order_relaxed);
+    if (my_stripe == UINT_MAX)
+        my_stripe = atomic_fetch_add(&next_stripe, 1) % COUNT_STRIPES;
+    atomic_fetch_add_explicit(&s->counts[my_stripe].n[v], 1, memory_order_relaxed);
     return v;
 }
 
 void scope_get_counts(scope *s, uint64_t out[SCOPE_VERDICT_COUNT])
 {
-    for (int i = 0; i < SCOPE_VERDICT_COUNT; i++)
-        out[i] = atomic_load_explicit(&s->counts[i], memory_order_relaxed);
+    for (int i = 0; i < SCOPE_VERDICT_COUNT; i++) {
+        out[i] = 0;
+        for (int k = 0; k < COUNT_STRIPES; k++)
+            out[i] += atomic_load_explicit(&s->counts[k].n[i], memory_order_relaxed);
+    }
 }
 
 const char *scope_verdict_name(int v)
