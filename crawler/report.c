@@ -245,6 +245,18 @@ typedef struct chart {
     size_t ns;
 } chart;
 
+/* A fresh chart over the samples' time axis x (n points). */
+static void chart_start(chart *c, const char *id, const char *title, int yfmt, const double *x,
+                        size_t n)
+{
+    memset(c, 0, sizeof *c);
+    c->id = id;
+    c->title = title;
+    c->yfmt = yfmt;
+    c->x = x;
+    c->n = n;
+}
+
 #define W 640.0
 #define H 260.0
 #define ML 62.0
@@ -673,19 +685,14 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
     chart c;
 
     /* 1. duplicate-skip rate per interval, by layer */
-    memset(&c, 0, sizeof c);
-    c.id = "chart-dup";
-    c.title = "Duplicate-skip rate, by the layer that decided";
+    chart_start(&c, "chart-dup", "Duplicate-skip rate, by the layer that decided", FMT_PCT, x, n);
     c.caption = "Share of the URLs tested in each interval between samples that were skipped as "
                 "duplicates, stacked by layer: the Bloom filter's MAYBE trusted without a check, "
                 "the exact recent-fingerprint cache, and SQLite. The white space above the "
                 "stack is the share that was new. Intervals with no URLs repeat the previous "
                 "value.";
     c.alt = "Stacked area chart of the duplicate-skip rate per layer over time";
-    c.yfmt = FMT_PCT;
     c.ymax = 100;
-    c.x = x;
-    c.n = n;
     static const char *const dup_keys[3] = { "dup_bloom_trusted", "dup_recent_cache",
                                              "dup_sqlite" };
     static const char *const dup_names[3] = { "Bloom MAYBE trusted", "recent cache", "SQLite" };
@@ -705,17 +712,12 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
         goto out;
 
     /* 2. FPR */
-    memset(&c, 0, sizeof c);
-    c.id = "chart-fpr";
-    c.title = "False-positive rate: observed, predicted, bound";
+    chart_start(&c, "chart-fpr", "False-positive rate: observed, predicted, bound", FMT_PCT, x, n);
     c.caption = "Observed: false positives SQLite caught / new URLs that a Bloom MAYBE would have "
                 "sent to SQLite, since the start. Predicted: the rate the filter's model gives "
                 "for its fill at that time. The dashed line is the configured bound "
                 "(dedup.fp_rate); the scalable chain adds tighter stages to stay under it.";
     c.alt = "Line chart of the observed and predicted false-positive rate against the bound";
-    c.yfmt = FMT_PCT;
-    c.x = x;
-    c.n = n;
     {
         double *yo = col(v, n, 0), *yp = col(v, n, 1), *yb = col(v, n, 2);
         double top = 0;
@@ -736,16 +738,11 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
         goto out;
 
     /* 3. Bloom fill per stage */
-    memset(&c, 0, sizeof c);
-    c.id = "chart-fill";
-    c.title = "Bloom filter fill, per stage of the chain";
+    chart_start(&c, "chart-fill", "Bloom filter fill, per stage of the chain", FMT_PCT, x, n);
     c.caption = "Fraction of bits set in each stage (the mean over the shards that have it). A "
                 "new, larger and tighter stage starts when the newest one reaches its capacity; "
                 "older stages stop filling then.";
     c.alt = "Line chart of the fill of each Bloom stage over time";
-    c.yfmt = FMT_PCT;
-    c.x = x;
-    c.n = n;
     {
         static const char *const names[MAX_LINES] = { "stage 0", "stage 1", "stage 2",
                                                       "stage 3", "stage 4", "stage 5",
@@ -776,15 +773,10 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
     fputs("</div>\n<h2>Progress</h2>\n<div class=\"grid\">\n", f);
 
     /* 4. pages/s */
-    memset(&c, 0, sizeof c);
-    c.id = "chart-rate";
-    c.title = "Pages per second";
+    chart_start(&c, "chart-rate", "Pages per second", FMT_RATE, x, n);
     c.caption = "Fetches answered per second between two samples (robots.txt and retries "
                 "included), as the daemon measured it.";
     c.alt = "Line chart of pages per second over time";
-    c.yfmt = FMT_RATE;
-    c.x = x;
-    c.n = n;
     fill_series(samples, "pages_per_s", col(v, n, 0));
     c.s[c.ns++] = (series){ "pages / s", palette[0], col(v, n, 0), S_AREA };
     rc = chart_write(f, &c);
@@ -792,16 +784,11 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
         goto out;
 
     /* 5. frontier */
-    memset(&c, 0, sizeof c);
-    c.id = "chart-frontier";
-    c.title = "Frontier size";
+    chart_start(&c, "chart-frontier", "Frontier size", FMT_NUM, x, n);
     c.caption = "URLs waiting to be fetched. Every one has its row queued in SQLite (the area); "
                 "the per-host queues hold some of them in memory too, within the memory budget "
                 "(the line). The dashed line is the number of hosts with work (same axis).";
     c.alt = "Stacked area chart of the frontier size over time";
-    c.yfmt = FMT_NUM;
-    c.x = x;
-    c.n = n;
     fill_series(samples, "frontier_memory", col(v, n, 0));
     fill_series(samples, "frontier_sqlite", col(v, n, 1));
     fill_series(samples, "hosts_active", col(v, n, 2));

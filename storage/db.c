@@ -981,31 +981,6 @@ int db_set_state(db *d, int64_t id, int state)
     return enqueue(d, &o);
 }
 
-int db_put_meta(db *d, const char *key, const char *value)
-{
-    struct op o;
-    size_t kl, vl;
-    char *m;
-
-    if (key == NULL || value == NULL || strcmp(key, "schema_version") == 0)
-        return -EINVAL;
-    kl = strlen(key);
-    vl = strlen(value);
-    if (kl > DB_HOST_MAX || vl > DB_URL_MAX)
-        return -E2BIG;
-    m = cr_malloc(kl + vl + 2);
-    if (m == NULL)
-        return -ENOMEM;
-    memcpy(m, key, kl + 1);
-    memcpy(m + kl + 1, value, vl + 1);
-    memset(&o, 0, sizeof o);
-    o.type = OP_META;
-    o.url = m;
-    o.error = m + kl + 1;
-    o.mem = m;
-    return enqueue(d, &o);
-}
-
 /* Queues an op carrying two strings (a and b, copied into one allocation). */
 static int enqueue_text2(db *d, int type, int64_t num, const char *a, const char *b)
 {
@@ -1029,6 +1004,13 @@ static int enqueue_text2(db *d, int type, int64_t num, const char *a, const char
     o.error = m + al + 1;
     o.mem = m;
     return enqueue(d, &o);
+}
+
+int db_put_meta(db *d, const char *key, const char *value)
+{
+    if (key == NULL || value == NULL || strcmp(key, "schema_version") == 0)
+        return -EINVAL;
+    return enqueue_text2(d, OP_META, 0, key, value);
 }
 
 int db_put_sample(db *d, int64_t t_ms, const char *data)
