@@ -26,5 +26,5 @@ fi
 echo "make run: test site on 127.0.0.1:$PORT; crawl state in $state"
 bin/crawld run -c crawl.toml --set "storage.state_dir=\"$state/state\""
 rc=$?
-echo "make run: the site logged $(wc -l < "$state/site.log") requests; bin/crawld stats --state $state/state shows the figures again"
+echo "make run: the site logged $(wc -l < "$state/site.log") requests; bin/crawld stats --state $state/state shows the figures again, bin/crawld report --state $state/state -o report.html draws them"
 exit $rc
