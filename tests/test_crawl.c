@@ -420,6 +420,22 @@ static int wait_exit(pid_t pid)
     return -1;
 }
 
+/* Runs the crawl of cfg to its end (its stderr in err), checks that the
+ * site's requests since log line `from` are exactly the expected set, and
+ * returns how many of them repeated an earlier one. */
+static size_t resume_to_the_end(const char *cfg, size_t from, cr_buf *err)
+{
+    assert_int_equal(run_crawl(cfg, err), 0);
+    set want = { 0 }, got = { 0 };
+    expected(&want);
+    size_t dups = 0;
+    fetched_since(from, &got, &dups);
+    assert_same(&want, &got);
+    set_free(&want);
+    set_free(&got);
+    return dups;
+}
+
 static void sigterm_stops_cleanly_and_resume_completes(void **state)
 {
     (void)state;
@@ -433,15 +449,8 @@ static void sigterm_stops_cleanly_and_resume_completes(void **state)
     assert_int_equal(wait_exit(pid), 0);
     cr_buf err;
     cr_buf_init(&err, 0);
-    assert_int_equal(run_crawl(cfg, &err), 0);
-    set want = { 0 }, got = { 0 };
-    expected(&want);
-    size_t dups = 0;
-    fetched_since(from, &got, &dups);
-    assert_same(&want, &got);
+    size_t dups = resume_to_the_end(cfg, from, &err);
     assert_int_equal(dups, 0); /* a graceful stop loses and repeats nothing */
-    set_free(&want);
-    set_free(&got);
     cr_buf_release(&err);
 }
 
@@ -481,12 +490,7 @@ static void kill_three_times(const char *name, const char *commit_ms)
     }
     cr_buf err;
     cr_buf_init(&err, 0);
-    assert_int_equal(run_crawl(cfg, &err), 0);
-    set want = { 0 }, got = { 0 };
-    expected(&want);
-    size_t dups = 0;
-    fetched_since(from, &got, &dups);
-    assert_same(&want, &got);
+    size_t dups = resume_to_the_end(cfg, from, &err);
     /* only URLs in flight at a kill are fetched again, and crawld says so */
     FILE *f = fopen(errfile, "r");
     static char text[1 << 20];
@@ -499,8 +503,6 @@ static void kill_three_times(const char *name, const char *commit_ms)
                   reported);
     if (strcmp(commit_ms, "0") == 0 && (long)dups > reported)
         fail_msg("%zu URLs fetched twice, %ld reported in flight at the crashes", dups, reported);
-    set_free(&want);
-    set_free(&got);
     cr_buf_release(&err);
 }
 
