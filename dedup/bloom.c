@@ -78,7 +78,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +87,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/err.h"
 
 #define LINE_BITS 512
 #define LINE_WORDS 8
@@ -165,19 +165,6 @@ struct bloom {
     uintptr_t arena_base;         /* the current chunk */
     uint64_t arena_used;
 };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- the model ---------------------------------------------------------- */
 
@@ -520,31 +507,31 @@ void bloom_params_init(bloom_params *p)
 int bloom_params_check(const bloom_params *p, char *err, size_t errlen)
 {
     if (p->expected_items < 1 || p->expected_items > MAX_CAPACITY) {
-        seterr(err, errlen, "expected_items must be in [1, 2^50]");
+        cr_errf(err, errlen, "expected_items must be in [1, 2^50]");
         return -EINVAL;
     }
     if (!(p->fp_rate >= 1e-9 && p->fp_rate <= 0.5)) {
-        seterr(err, errlen, "fp_rate must be in [1e-9, 0.5]");
+        cr_errf(err, errlen, "fp_rate must be in [1e-9, 0.5]");
         return -EINVAL;
     }
     if (p->shards < 1 || p->shards > BLOOM_MAX_SHARDS || (p->shards & (p->shards - 1)) != 0) {
-        seterr(err, errlen, "shards must be a power of two in [1, %d]", BLOOM_MAX_SHARDS);
+        cr_errf(err, errlen, "shards must be a power of two in [1, %d]", BLOOM_MAX_SHARDS);
         return -EINVAL;
     }
     if (!(p->growth >= 1.0 && p->growth <= 16.0)) {
-        seterr(err, errlen, "growth must be in [1, 16]");
+        cr_errf(err, errlen, "growth must be in [1, 16]");
         return -EINVAL;
     }
     if (!(p->tightening >= 0.05 && p->tightening <= 0.95)) {
-        seterr(err, errlen, "tightening must be in [0.05, 0.95]");
+        cr_errf(err, errlen, "tightening must be in [0.05, 0.95]");
         return -EINVAL;
     }
     if (p->max_stages < 1 || p->max_stages > BLOOM_MAX_STAGES) {
-        seterr(err, errlen, "max_stages must be in [1, %d]", BLOOM_MAX_STAGES);
+        cr_errf(err, errlen, "max_stages must be in [1, %d]", BLOOM_MAX_STAGES);
         return -EINVAL;
     }
     if (p->block_lines > 2) {
-        seterr(err, errlen, "block_lines must be 0 (auto), 1 or 2");
+        cr_errf(err, errlen, "block_lines must be 0 (auto), 1 or 2");
         return -EINVAL;
     }
     return 0;
@@ -986,7 +973,7 @@ static int write_snapshot(bloom *bf, int fd, uint64_t hwm, char *err, size_t err
     w.hs = hash_stream_new();
     w.buf = cr_malloc(IOBUF);
     if (w.hs == NULL || w.buf == NULL) {
-        seterr(err, errlen, "out of memory");
+        cr_errf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto out;
     }
@@ -1025,7 +1012,7 @@ static int write_snapshot(bloom *bf, int fd, uint64_t hwm, char *err, size_t err
     if (w.err == 0 && fsync(fd) != 0)
         w.err = errno;
     if (w.err != 0) {
-        seterr(err, errlen, "cannot write snapshot: %s", strerror(w.err));
+        cr_errf(err, errlen, "cannot write snapshot: %s", strerror(w.err));
         rc = -w.err;
     }
 out:
@@ -1040,13 +1027,13 @@ int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err,
     int rc = 0, locked = 0, dfd = -1;
     int n = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
     if (n < 0 || (size_t)n >= sizeof tmp || dir_of(path, dir, sizeof dir) != 0) {
-        seterr(err, errlen, "snapshot path too long");
+        cr_errf(err, errlen, "snapshot path too long");
         return -ENAMETOOLONG;
     }
     int fd = mkstemp(tmp);
     if (fd < 0) {
         rc = -errno;
-        seterr(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        cr_errf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
         return rc;
     }
     for (; locked < (int)bf->params.shards; locked++) /* no stage is appended meanwhile */
@@ -1056,11 +1043,11 @@ int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err,
         pthread_mutex_unlock(&bf->shards[locked].lock);
     if (close(fd) != 0 && rc == 0) {
         rc = -errno;
-        seterr(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        cr_errf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
     }
     if (rc == 0 && rename(tmp, path) != 0) {
         rc = -errno;
-        seterr(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        cr_errf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     }
     if (rc != 0) {
         unlink(tmp);
@@ -1069,7 +1056,7 @@ int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err,
     dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* make the rename durable */
     if (dfd < 0 || fsync(dfd) != 0) {
         rc = -errno;
-        seterr(err, errlen, "cannot sync folder %s: %s", dir, strerror(errno));
+        cr_errf(err, errlen, "cannot sync folder %s: %s", dir, strerror(errno));
     }
 out:
     if (dfd >= 0)
@@ -1121,7 +1108,7 @@ static int verify_checksum(int fd, uint64_t size, uint8_t *buf, char *err, size_
 {
     hash_stream *hs = hash_stream_new();
     if (hs == NULL) {
-        seterr(err, errlen, "out of memory");
+        cr_errf(err, errlen, "out of memory");
         return -ENOMEM;
     }
     struct reader r = { fd, hs, buf, 0, 0, size - SNAP_TRAILER };
@@ -1141,11 +1128,11 @@ static int verify_checksum(int fd, uint64_t size, uint8_t *buf, char *err, size_
     if (rc == 0)
         rc = rd_bytes(&r, t, sizeof t);
     if (rc != 0) {
-        seterr(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
+        cr_errf(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
         return rc;
     }
     if (get64(t) != want) {
-        seterr(err, errlen, "checksum mismatch: the file is corrupt");
+        cr_errf(err, errlen, "checksum mismatch: the file is corrupt");
         return -EBADMSG;
     }
     return 0;
@@ -1172,7 +1159,7 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
     p.block_lines = get32(h + 72);
     char why[128];
     if (bloom_params_check(&p, why, sizeof why) != 0 || get32(h + 76) != LINE_BITS) {
-        seterr(err, errlen, "bad parameters in snapshot: %s",
+        cr_errf(err, errlen, "bad parameters in snapshot: %s",
                get32(h + 76) != LINE_BITS ? "line size" : why);
         return -EBADMSG;
     }
@@ -1182,7 +1169,7 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
     bf->cap0 = get64(h + 80);
     bf->p0 = bitsd(get64(h + 88));
     if (bf->cap0 < 1 || bf->cap0 > MAX_CAPACITY || !(bf->p0 > 0.0 && bf->p0 <= p.fp_rate)) {
-        seterr(err, errlen, "bad first-stage sizing in snapshot");
+        cr_errf(err, errlen, "bad first-stage sizing in snapshot");
         rc = -EBADMSG;
         goto out;
     }
@@ -1197,7 +1184,7 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
         left -= SNAP_SHARD;
         unsigned n = get32(sb);
         if (n < 1 || n > p.max_stages || get32(sb + 4) != 0) {
-            seterr(err, errlen, "shard %u: bad stage count %u", s, n);
+            cr_errf(err, errlen, "shard %u: bad stage count %u", s, n);
             rc = -EBADMSG;
             goto out;
         }
@@ -1215,7 +1202,7 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
             if (cap < 1 || cap > MAX_CAPACITY || count > MAX_CAPACITY * 2 || !(e > 0.0 && e < 1.0) ||
                 k < 1 || k > MAX_K || lines < 1 || lines > 2 || nb < 1 ||
                 nb > left / (64u * lines)) {
-                seterr(err, errlen, "shard %u stage %u: bad geometry", s, i);
+                cr_errf(err, errlen, "shard %u stage %u: bad geometry", s, i);
                 rc = -EBADMSG;
                 goto out;
             }
@@ -1242,7 +1229,7 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
         }
     }
     if (left != 0) {
-        seterr(err, errlen, "%llu unexplained bytes before the checksum", (unsigned long long)left);
+        cr_errf(err, errlen, "%llu unexplained bytes before the checksum", (unsigned long long)left);
         rc = -EBADMSG;
         goto out;
     }
@@ -1250,14 +1237,14 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
     *out = bf;
     return 0;
 short_:
-    seterr(err, errlen, "stage records run past the end of the file");
+    cr_errf(err, errlen, "stage records run past the end of the file");
     rc = -EBADMSG;
     goto out;
 io:
-    seterr(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
+    cr_errf(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
     goto out;
 nomem:
-    seterr(err, errlen, "out of memory");
+    cr_errf(err, errlen, "out of memory");
     rc = -ENOMEM;
 out:
     bloom_free(bf);
@@ -1271,34 +1258,34 @@ int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, char *e
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         rc = -errno;
-        seterr(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        cr_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return rc;
     }
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         rc = -errno;
-        seterr(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+        cr_errf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
         goto out;
     }
     if (S_ISDIR(sb.st_mode)) {
-        seterr(err, errlen, "%s is a directory, not a snapshot", path);
+        cr_errf(err, errlen, "%s is a directory, not a snapshot", path);
         rc = -EISDIR;
         goto out;
     }
     if (!S_ISREG(sb.st_mode)) {
-        seterr(err, errlen, "%s is not a regular file", path);
+        cr_errf(err, errlen, "%s is not a regular file", path);
         rc = -EINVAL;
         goto out;
     }
     uint64_t size = (uint64_t)sb.st_size;
     if (size == 0) {
-        seterr(err, errlen, "%s is empty", path);
+        cr_errf(err, errlen, "%s is empty", path);
         rc = -EBADMSG;
         goto out;
     }
     buf = cr_malloc(IOBUF);
     if (buf == NULL) {
-        seterr(err, errlen, "out of memory");
+        cr_errf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto out;
     }
@@ -1307,22 +1294,22 @@ int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, char *e
     struct reader r = { fd, NULL, buf, 0, 0, hn };
     rc = rd_bytes(&r, h, hn);
     if (rc != 0) {
-        seterr(err, errlen, "cannot read %s", path);
+        cr_errf(err, errlen, "cannot read %s", path);
         goto out;
     }
     if (memcmp(h, snap_magic, hn < 8 ? hn : 8) != 0) {
-        seterr(err, errlen, "%s is not a crawld Bloom snapshot (bad magic)", path);
+        cr_errf(err, errlen, "%s is not a crawld Bloom snapshot (bad magic)", path);
         rc = -EINVAL;
         goto out;
     }
     if (size < SNAP_HEADER + SNAP_TRAILER) {
-        seterr(err, errlen, "%s is truncated (%llu bytes, shorter than a header)", path,
+        cr_errf(err, errlen, "%s is truncated (%llu bytes, shorter than a header)", path,
                (unsigned long long)size);
         rc = -EBADMSG;
         goto out;
     }
     if (get32(h + 8) != SNAP_VERSION || get32(h + 12) != SNAP_HEADER) {
-        seterr(err, errlen, "%s: unsupported snapshot version %u (this build reads %d)", path,
+        cr_errf(err, errlen, "%s: unsupported snapshot version %u (this build reads %d)", path,
                get32(h + 8), SNAP_VERSION);
         rc = -ENOTSUP;
         goto out;
@@ -1331,7 +1318,7 @@ int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, char *e
     r.left = 8;
     rc = rd_bytes(&r, tb, 8);
     if (rc == 0 && get64(tb) != size) {
-        seterr(err, errlen, "%s is truncated or padded: %llu bytes, the header says %llu", path,
+        cr_errf(err, errlen, "%s is truncated or padded: %llu bytes, the header says %llu", path,
                (unsigned long long)size, (unsigned long long)get64(tb));
         rc = -EBADMSG;
         goto out;
@@ -1339,7 +1326,7 @@ int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, char *e
     if (rc == 0 && lseek(fd, 0, SEEK_SET) != 0)
         rc = -EIO;
     if (rc != 0) {
-        seterr(err, errlen, "cannot read %s", path);
+        cr_errf(err, errlen, "cannot read %s", path);
         goto out;
     }
     char why[200];
@@ -1351,7 +1338,7 @@ int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, char *e
     if (rc == 0)
         rc = parse_snapshot(fd, size, buf, out, high_water_mark, why, sizeof why);
     if (rc != 0)
-        seterr(err, errlen, "%s: %s", path, why);
+        cr_errf(err, errlen, "%s: %s", path, why);
 out:
     cr_free(buf);
     close(fd);

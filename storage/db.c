@@ -30,12 +30,12 @@
 #include "storage/db.h"
 
 #include "common/alloc.h"
+#include "common/err.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,19 +215,6 @@ struct db_reader {
 
 /* ---- small helpers ---- */
 
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -263,23 +250,23 @@ static void sql_msg(char *err, size_t errlen, const char *path, const char *what
 
     switch (rc & 0xff) {
     case SQLITE_NOTADB:
-        msg(err, errlen, "%s is not an SQLite database (%s); refusing to use it:"
+        cr_errf(err, errlen, "%s is not an SQLite database (%s); refusing to use it:"
             " move it away or choose another state_dir", path, detail);
         break;
     case SQLITE_CORRUPT:
-        msg(err, errlen, "%s is corrupt (%s) while %s", path, detail, what);
+        cr_errf(err, errlen, "%s is corrupt (%s) while %s", path, detail, what);
         break;
     case SQLITE_FULL:
-        msg(err, errlen, "%s: the disk is full (%s) while %s", path, detail, what);
+        cr_errf(err, errlen, "%s: the disk is full (%s) while %s", path, detail, what);
         break;
     case SQLITE_READONLY:
     case SQLITE_CANTOPEN:
     case SQLITE_PERM:
-        msg(err, errlen, "%s: cannot write (%s) while %s; is state_dir writable?",
+        cr_errf(err, errlen, "%s: cannot write (%s) while %s; is state_dir writable?",
             path, detail, what);
         break;
     default:
-        msg(err, errlen, "%s: %s while %s", path, detail, what);
+        cr_errf(err, errlen, "%s: %s while %s", path, detail, what);
         break;
     }
 }
@@ -292,7 +279,7 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
     struct stat sb;
 
     if (p == NULL) {
-        msg(err, errlen, "out of memory creating state_dir %s", dir);
+        cr_errf(err, errlen, "out of memory creating state_dir %s", dir);
         return -ENOMEM;
     }
     for (char *s = p + 1;; s++) {
@@ -303,9 +290,9 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
         if (mkdir(p, 0700) != 0 && errno != EEXIST) {
             rc = -errno;
             if (strcmp(p, dir) == 0)
-                msg(err, errlen, "cannot create state_dir %s: %s", dir, strerror(errno));
+                cr_errf(err, errlen, "cannot create state_dir %s: %s", dir, strerror(errno));
             else
-                msg(err, errlen, "cannot create state_dir %s: %s: %s", dir, p,
+                cr_errf(err, errlen, "cannot create state_dir %s: %s: %s", dir, p,
                     strerror(errno));
             goto out;
         }
@@ -315,7 +302,7 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
     }
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         rc = -ENOTDIR;
-        msg(err, errlen, "state_dir %s is not a directory", dir);
+        cr_errf(err, errlen, "state_dir %s is not a directory", dir);
     }
 out:
     cr_free(p);
@@ -399,7 +386,7 @@ static int read_version(sqlite3 *c, const char *path, int64_t *version, char *er
         return sql_errno(rc);
     }
     if (app != APP_ID) {
-        msg(err, errlen, "%s is an SQLite database but not one crawld wrote"
+        cr_errf(err, errlen, "%s is an SQLite database but not one crawld wrote"
             " (application_id %lld); refusing to use it", path, (long long)app);
         return -EBADMSG;
     }
@@ -408,7 +395,7 @@ static int read_version(sqlite3 *c, const char *path, int64_t *version, char *er
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     if (rc != SQLITE_ROW || sqlite3_column_type(s, 0) != SQLITE_INTEGER) {
-        msg(err, errlen, "%s has no valid schema_version in its meta table;"
+        cr_errf(err, errlen, "%s has no valid schema_version in its meta table;"
             " refusing to use it", path);
         sqlite3_finalize(s);
         return -EBADMSG;
@@ -416,11 +403,11 @@ static int read_version(sqlite3 *c, const char *path, int64_t *version, char *er
     *version = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
     if (*version < 1) {
-        msg(err, errlen, "%s has an invalid schema_version %lld", path, (long long)*version);
+        cr_errf(err, errlen, "%s has an invalid schema_version %lld", path, (long long)*version);
         return -EBADMSG;
     }
     if (*version > SCHEMA_VERSION) {
-        msg(err, errlen, "%s was written by a newer crawld (schema version %lld;"
+        cr_errf(err, errlen, "%s was written by a newer crawld (schema version %lld;"
             " this build knows up to %d); refusing to touch it",
             path, (long long)*version, SCHEMA_VERSION);
         return -EPROTONOSUPPORT;
@@ -496,7 +483,7 @@ static int open_conn(const char *path, int flags, sqlite3 **out, char *err, size
 
     if (rc != SQLITE_OK) {
         if (c == NULL) {
-            msg(err, errlen, "%s: out of memory opening it", path);
+            cr_errf(err, errlen, "%s: out of memory opening it", path);
             return -ENOMEM;
         }
         sql_msg(err, errlen, path, "opening it", c, rc);
@@ -526,19 +513,19 @@ static int check_opts(const db_opts *o, db_opts *out, char *err, size_t errlen)
     if (d.queue_cap == 0)
         d.queue_cap = d.batch_size * 2 > 1024 ? d.batch_size * 2 : 1024;
     if (d.cache_mb < 1 || d.cache_mb > 65536) {
-        msg(err, errlen, "cache_mb %d is out of range (1..65536)", d.cache_mb);
+        cr_errf(err, errlen, "cache_mb %d is out of range (1..65536)", d.cache_mb);
         return -EINVAL;
     }
     if (d.batch_size < 1 || d.batch_size > 100000) {
-        msg(err, errlen, "batch_size %d is out of range (1..100000)", d.batch_size);
+        cr_errf(err, errlen, "batch_size %d is out of range (1..100000)", d.batch_size);
         return -EINVAL;
     }
     if (d.gather_ms < 0 || d.gather_ms > 10000) {
-        msg(err, errlen, "gather_ms %d is out of range (0..10000)", d.gather_ms);
+        cr_errf(err, errlen, "gather_ms %d is out of range (0..10000)", d.gather_ms);
         return -EINVAL;
     }
     if (d.queue_cap < 1 || d.queue_cap > 1000000) {
-        msg(err, errlen, "queue_cap %d is out of range (1..1000000)", d.queue_cap);
+        cr_errf(err, errlen, "queue_cap %d is out of range (1..1000000)", d.queue_cap);
         return -EINVAL;
     }
     *out = d;
@@ -551,18 +538,18 @@ static int take_lock(db *d, char *err, size_t errlen)
     int rc = 0;
 
     if (lp == NULL) {
-        msg(err, errlen, "out of memory opening the database in %s", d->dir);
+        cr_errf(err, errlen, "out of memory opening the database in %s", d->dir);
         return -ENOMEM;
     }
     d->lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (d->lock_fd < 0) {
         rc = -errno;
-        msg(err, errlen, "cannot write to state_dir %s (%s: %s)", d->dir, lp, strerror(errno));
+        cr_errf(err, errlen, "cannot write to state_dir %s (%s: %s)", d->dir, lp, strerror(errno));
         goto out;
     }
     if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-        msg(err, errlen, "state_dir %s is in use by another crawld (%s is locked)",
+        cr_errf(err, errlen, "state_dir %s is in use by another crawld (%s is locked)",
             d->dir, lp);
     }
 out:
@@ -586,7 +573,7 @@ static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
             return rc;
     }
     if (sqlite3_db_readonly(d->conn, "main") == 1) {
-        msg(err, errlen, "%s is read-only; crawld needs to write it", d->path);
+        cr_errf(err, errlen, "%s is read-only; crawld needs to write it", d->path);
         return -EROFS;
     }
     rc = sqlite3_prepare_v2(d->conn, "PRAGMA journal_mode = WAL", -1, &s, NULL);
@@ -604,7 +591,7 @@ static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
     }
     sqlite3_finalize(s);
     if (!mode_ok) {
-        msg(err, errlen, "%s: cannot switch to WAL mode", d->path);
+        cr_errf(err, errlen, "%s: cannot switch to WAL mode", d->path);
         return -EIO;
     }
     snprintf(sql, sizeof sql,
@@ -665,15 +652,15 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
     db *d = NULL;
     int rc;
 
-    msg(err, errlen, "%s", "");
+    cr_errf(err, errlen, "%s", "");
     if (state_dir == NULL || state_dir[0] == '\0') {
-        msg(err, errlen, "state_dir is empty");
+        cr_errf(err, errlen, "state_dir is empty");
         return NULL;
     }
     if (check_opts(o, &opts, err, errlen) < 0)
         return NULL;
     if (!sqlite3_threadsafe()) {
-        msg(err, errlen, "this SQLite library was built without thread support");
+        cr_errf(err, errlen, "this SQLite library was built without thread support");
         return NULL;
     }
     d = cr_calloc(1, sizeof *d);
@@ -712,13 +699,13 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
         }
     }
     if (pthread_create(&d->thread, NULL, writer_main, d) != 0) {
-        msg(err, errlen, "%s: cannot start the writer thread", d->path);
+        cr_errf(err, errlen, "%s: cannot start the writer thread", d->path);
         goto fail;
     }
     d->thread_started = 1;
     return d;
 oom:
-    msg(err, errlen, "out of memory opening the database in %s", state_dir);
+    cr_errf(err, errlen, "out of memory opening the database in %s", state_dir);
 fail:
     if (d != NULL)
         db_free(d);
@@ -1042,7 +1029,7 @@ int db_last_error(db *d, char *buf, size_t len)
 
     pthread_mutex_lock(&d->mu);
     code = d->last_code;
-    msg(buf, len, "%s", d->errmsg);
+    cr_errf(buf, len, "%s", d->errmsg);
     pthread_mutex_unlock(&d->mu);
     return code;
 }
@@ -1068,7 +1055,7 @@ static void note_error(db *d, int code, const char *text)
     if (d->sticky == 0)
         d->sticky = code;
     d->last_code = code;
-    msg(d->errmsg, sizeof d->errmsg, "%s", text);
+    cr_errf(d->errmsg, sizeof d->errmsg, "%s", text);
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -1243,7 +1230,7 @@ static int apply_batch(db *d, struct op *batch, size_t n)
         return 0;
     }
     if (op_err != 0) {
-        msg(text, sizeof text, "%s: no row with id %lld to update", d->path,
+        cr_errf(text, sizeof text, "%s: no row with id %lld to update", d->path,
             (long long)missing);
         note_error(d, op_err, text);
     }
@@ -1353,7 +1340,7 @@ static db_reader *reader_open(const char *path, int check, char *err, size_t err
     int64_t ntables = 0, version = 0;
     int rc;
 
-    msg(err, errlen, "%s", "");
+    cr_errf(err, errlen, "%s", "");
     if (rd == NULL)
         goto oom;
     rd->path = cr_strdup(path);
@@ -1365,13 +1352,13 @@ static db_reader *reader_open(const char *path, int check, char *err, size_t err
         if (probe(rd->conn, path, &ntables, err, errlen) < 0)
             goto fail;
         if (ntables == 0) {
-            msg(err, errlen, "%s is not a crawld database (it has no tables)", path);
+            cr_errf(err, errlen, "%s is not a crawld database (it has no tables)", path);
             goto fail;
         }
         if (read_version(rd->conn, path, &version, err, errlen) < 0)
             goto fail;
         if (version != SCHEMA_VERSION) {
-            msg(err, errlen, "%s has schema version %lld; run crawld on it once to"
+            cr_errf(err, errlen, "%s has schema version %lld; run crawld on it once to"
                 " upgrade it to %d", path, (long long)version, SCHEMA_VERSION);
             goto fail;
         }
@@ -1386,7 +1373,7 @@ static db_reader *reader_open(const char *path, int check, char *err, size_t err
     }
     return rd;
 oom:
-    msg(err, errlen, "out of memory opening a reader on %s", path);
+    cr_errf(err, errlen, "out of memory opening a reader on %s", path);
 fail:
     db_reader_free(rd);
     return NULL;
@@ -1404,16 +1391,16 @@ db_reader *db_reader_open_dir(const char *state_dir, char *err, size_t errlen)
     db_reader *rd = NULL;
 
     if (state_dir == NULL || state_dir[0] == '\0') {
-        msg(err, errlen, "state_dir is empty");
+        cr_errf(err, errlen, "state_dir is empty");
         return NULL;
     }
     path = join_path(state_dir, DB_FILE);
     if (path == NULL) {
-        msg(err, errlen, "out of memory");
+        cr_errf(err, errlen, "out of memory");
         return NULL;
     }
     if (stat(path, &sb) != 0)
-        msg(err, errlen, "%s: %s", path, strerror(errno));
+        cr_errf(err, errlen, "%s: %s", path, strerror(errno));
     else
         rd = reader_open(path, 1, err, errlen);
     cr_free(path);
@@ -1464,7 +1451,7 @@ int db_reader_get_meta(db_reader *rd, const char *key, char *buf, size_t len)
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
         const char *v = (const char *)sqlite3_column_text(s, 0);
-        msg(buf, len, "%s", v ? v : "");
+        cr_errf(buf, len, "%s", v ? v : "");
         rc = 0;
     } else {
         rc = rc == SQLITE_DONE ? -ENOENT : sql_errno(rc);
@@ -1651,7 +1638,7 @@ int db_reader_check(db_reader *rd, int quick, char *out, size_t len)
     sqlite3_stmt *s = NULL;
     int rc, res = 0;
 
-    msg(out, len, "%s", "");
+    cr_errf(out, len, "%s", "");
     rc = sqlite3_prepare_v2(rd->conn, quick ? "PRAGMA quick_check" : "PRAGMA integrity_check",
                             -1, &s, NULL);
     if (rc == SQLITE_OK)
@@ -1659,7 +1646,7 @@ int db_reader_check(db_reader *rd, int quick, char *out, size_t len)
     if (rc == SQLITE_ROW) {
         const char *t = (const char *)sqlite3_column_text(s, 0);
         if (t == NULL || strcmp(t, "ok") != 0) {
-            msg(out, len, "%s: %s", rd->path, t ? t : "(no answer)");
+            cr_errf(out, len, "%s: %s", rd->path, t ? t : "(no answer)");
             res = -EBADMSG;
         }
     } else {

@@ -27,7 +27,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +40,7 @@
 #include <zlib.h>
 
 #include "common/alloc.h"
+#include "common/err.h"
 #include "storage/cdxj.h"
 
 #define PROFILE_IDENTICAL "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
@@ -86,19 +86,6 @@ static void gbuf_release(gbuf *g)
     cr_free(g->p);
     g->p = NULL;
     g->len = g->cap = 0;
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
 }
 
 static int rand_bytes(void *p, size_t n)
@@ -1103,7 +1090,7 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         rc = -errno;
-        set_err(err, errlen, "warc: cannot open %s: %s", path, strerror(errno));
+        cr_errf(err, errlen, "warc: cannot open %s: %s", path, strerror(errno));
         goto out;
     }
     struct stat sb;
@@ -1113,14 +1100,14 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
     }
     rc = scan_members(fd, &ends);
     if (rc < 0) {
-        set_err(err, errlen, "warc: cannot scan %s: %s", path, strerror(-rc));
+        cr_errf(err, errlen, "warc: cannot scan %s: %s", path, strerror(-rc));
         goto out;
     }
     rc = read_file(ipath, INDEX_READ_MAX, &idx);
     if (rc == 0)
         rc = split_lines(&idx, &lines, &nlines);
     if (rc < 0) {
-        set_err(err, errlen, "warc: cannot read %s: %s", ipath, strerror(-rc));
+        cr_errf(err, errlen, "warc: cannot read %s: %s", ipath, strerror(-rc));
         goto out;
     }
     /* Keep the lines naming exactly one complete member. */
@@ -1155,7 +1142,7 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
     if ((uint64_t)sb.st_size > valid_end) {
         if (ftruncate(fd, (off_t)valid_end) < 0) {
             rc = -errno;
-            set_err(err, errlen, "warc: cannot cut %s: %s", path, strerror(errno));
+            cr_errf(err, errlen, "warc: cannot cut %s: %s", path, strerror(errno));
             goto out;
         }
         w->st.recovered_bytes_cut += (uint64_t)sb.st_size - valid_end;
@@ -1166,7 +1153,7 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
     }
     rc = index_write_sorted(w, idx_name, lines, kept);
     if (rc < 0) {
-        set_err(err, errlen, "warc: cannot rewrite %s: %s", ipath, strerror(-rc));
+        cr_errf(err, errlen, "warc: cannot rewrite %s: %s", ipath, strerror(-rc));
         goto out;
     }
     rc = fsync_dir(w->dir);
@@ -1241,7 +1228,7 @@ static int recover(warc_writer *w, char *err, size_t errlen)
         int64_t max_serial = -1;
         int rc = find_newest(w, newest, sizeof newest, &max_serial);
         if (rc < 0) {
-            set_err(err, errlen, "warc: cannot list %s: %s", w->dir, strerror(-rc));
+            cr_errf(err, errlen, "warc: cannot list %s: %s", w->dir, strerror(-rc));
             return rc;
         }
         if ((uint64_t)(max_serial + 1) > w->next_serial)
@@ -1272,7 +1259,7 @@ static int take_info(warc_writer *w, const char *info, char *err, size_t errlen)
     size_t len = info ? strlen(info) : 0;
     int rc = 0, lineno = 0;
     if (len > WARC_MAX_INFO_BYTES) {
-        set_err(err, errlen, "warc: info text longer than %u bytes", WARC_MAX_INFO_BYTES);
+        cr_errf(err, errlen, "warc: info text longer than %u bytes", WARC_MAX_INFO_BYTES);
         return -EINVAL;
     }
     size_t pos = 0;
@@ -1294,7 +1281,7 @@ static int take_info(warc_writer *w, const char *info, char *err, size_t errlen)
             if (((unsigned char)line[i] < 0x20 && line[i] != '\t') || line[i] == 0x7f)
                 ok = false;
         if (!ok) {
-            set_err(err, errlen, "warc: info line %d is not \"name: value\"", lineno);
+            cr_errf(err, errlen, "warc: info line %d is not \"name: value\"", lineno);
             rc = -EINVAL;
             break;
         }
@@ -1309,16 +1296,16 @@ static int take_info(warc_writer *w, const char *info, char *err, size_t errlen)
             rc = -ENOMEM;
     }
     if (rc == -ENOMEM)
-        set_err(err, errlen, "warc: out of memory");
+        cr_errf(err, errlen, "warc: out of memory");
     cr_buf_release(&b);
     return rc;
 }
 
 warc_writer *warc_open(const warc_opts *o, char *err, size_t errlen)
 {
-    set_err(err, errlen, "%s", "");
+    cr_errf(err, errlen, "%s", "");
     if (o == NULL || o->dir == NULL || o->dir[0] == '\0') {
-        set_err(err, errlen, "warc: no archive folder given");
+        cr_errf(err, errlen, "warc: no archive folder given");
         return NULL;
     }
     size_t pl = o->prefix ? strlen(o->prefix) : 0;
@@ -1329,20 +1316,20 @@ warc_writer *warc_open(const warc_opts *o, char *err, size_t errlen)
                     c == '.' || c == '_' || c == '-';
     }
     if (!prefix_ok) {
-        set_err(err, errlen, "warc: prefix must be 1..%d of [A-Za-z0-9._-]", WARC_MAX_PREFIX);
+        cr_errf(err, errlen, "warc: prefix must be 1..%d of [A-Za-z0-9._-]", WARC_MAX_PREFIX);
         return NULL;
     }
     if (o->gzip_level < 0 || o->gzip_level > 9) {
-        set_err(err, errlen, "warc: gzip_level must be 1..9 (0: default)");
+        cr_errf(err, errlen, "warc: gzip_level must be 1..9 (0: default)");
         return NULL;
     }
     if (strlen(o->dir) > PATH_MAX - 200) {
-        set_err(err, errlen, "warc: archive folder path too long");
+        cr_errf(err, errlen, "warc: archive folder path too long");
         return NULL;
     }
     warc_writer *w = cr_calloc(1, sizeof *w);
     if (w == NULL) {
-        set_err(err, errlen, "warc: out of memory");
+        cr_errf(err, errlen, "warc: out of memory");
         return NULL;
     }
     w->lock_fd = -1;
@@ -1355,35 +1342,35 @@ warc_writer *warc_open(const warc_opts *o, char *err, size_t errlen)
     bool mutex = false;
     w->dir = cr_strdup(o->dir);
     if (w->dir == NULL) {
-        set_err(err, errlen, "warc: out of memory");
+        cr_errf(err, errlen, "warc: out of memory");
         goto fail;
     }
     if (take_info(w, o->info, err, errlen) < 0)
         goto fail;
     if (pthread_mutex_init(&w->lock, NULL) != 0) {
-        set_err(err, errlen, "warc: cannot make a mutex");
+        cr_errf(err, errlen, "warc: cannot make a mutex");
         goto fail;
     }
     mutex = true;
     if (mkdir(w->dir, 0755) < 0 && errno != EEXIST) {
-        set_err(err, errlen, "warc: cannot make %s: %s", w->dir, strerror(errno));
+        cr_errf(err, errlen, "warc: cannot make %s: %s", w->dir, strerror(errno));
         goto fail;
     }
     char lpath[PATH_MAX];
     snprintf(lpath, sizeof lpath, "%s/%s.lock", w->dir, w->prefix);
     w->lock_fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (w->lock_fd < 0) {
-        set_err(err, errlen, "warc: cannot open %s: %s", lpath, strerror(errno));
+        cr_errf(err, errlen, "warc: cannot open %s: %s", lpath, strerror(errno));
         goto fail;
     }
     if (flock(w->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-        set_err(err, errlen, "warc: %s is in use by another writer", lpath);
+        cr_errf(err, errlen, "warc: %s is in use by another writer", lpath);
         goto fail;
     }
     if (recover(w, err, errlen) < 0)
         goto fail;
     if (uuid_new(w->next_info_id) < 0) {
-        set_err(err, errlen, "warc: no random bytes: %s", strerror(errno));
+        cr_errf(err, errlen, "warc: no random bytes: %s", strerror(errno));
         goto fail;
     }
     return w;

@@ -1,0 +1,16 @@
+/* common/err: see err.h. */
+#include "common/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void cr_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
