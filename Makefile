@@ -34,7 +34,7 @@ LDLIBS += $(PC_LDLIBS) -lpthread -lm
 B := build/$(or $(VARIANT),default)$(if $(findstring clang,$(CC)),-clang)
 BIN := $(if $(VARIANT)$(findstring clang,$(CC)),$(B)/bin,bin)
 
-LIB_SRC := $(filter-out crawler/main.c,$(wildcard common/*.c config/*.c dedup/*.c storage/*.c frontier/*.c crawler/*.c))
+LIB_SRC := $(filter-out crawler/cli/main.c,$(wildcard common/*.c config/*.c dedup/*.c storage/*.c frontier/*.c crawler/*.c crawler/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 LIB := $(B)/libcrawld.a
 TSUP_SRC := $(wildcard tests/support/*.c)
@@ -59,7 +59,7 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN)/crawld: $(B)/crawler/main.o $(LIB)
+$(BIN)/crawld: $(B)/crawler/cli/main.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 

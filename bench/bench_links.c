@@ -23,7 +23,7 @@
 #include <libxml/parser.h>
 #include <libxml/parserInternals.h>
 
-#include "crawler/links.h"
+#include "crawler/web/links.h"
 
 typedef struct page {
     char *data;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/bench_links.sh: link extraction MB/s and links/s on real HTML (the
-# Python documentation from Debian's python3-doc), crawld's crawler/links
+# Python documentation from Debian's python3-doc), crawld's crawler/web/links
 # against Python extractors in the same run:
 #   - lxml's HTMLParser with a parser target (libxml2 SAX, like ours),
 #   - lxml.html document_fromstring + iterlinks() (tree, the usual lxml way),
@@ -164,7 +164,7 @@ def res(name):
     line = [l for l in open('%s/%s.out' % (tmp, name)) if l.startswith('RESULT')][-1]
     d = dict(kv.split('=') for kv in line.split()[1:])
     return int(d['bytes']), int(d.get('links', 0)), float(d['cpu_median'])
-rows = [('crawld crawler/links (C, libxml2 SAX push)', 'c'),
+rows = [('crawld crawler/web/links (C, libxml2 SAX push)', 'c'),
         ('lxml HTMLParser target (Python, libxml2 SAX)', 'lxml_target'),
         ('lxml.html + iterlinks (Python, libxml2 tree)', 'lxml_tree'),
         ('html.parser (Python stdlib)', 'std')]

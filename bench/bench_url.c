@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "common/buf.h"
-#include "crawler/url.h"
+#include "crawler/web/url.h"
 
 #define LINKS_PER_PAGE 40
 

@@ -6,9 +6,9 @@
 #define CRAWLD_WIRE_H
 
 #include "config/config.h"
-#include "crawler/url.h"
-#include "crawler/fetch.h"
-#include "crawler/links.h"
+#include "crawler/web/url.h"
+#include "crawler/web/fetch.h"
+#include "crawler/web/links.h"
 #include "dedup/bloom.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"

@@ -36,8 +36,8 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
-#include "crawler/decode.h"
-#include "crawler/fetch.h"
+#include "crawler/web/decode.h"
+#include "crawler/web/fetch.h"
 
 #define UA "crawld-test/1.0 (+http://example.invalid/bot)"
 #define MAXJOBS 600

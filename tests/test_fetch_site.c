@@ -34,8 +34,8 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
-#include "crawler/fetch.h"
-#include "crawler/url.h"
+#include "crawler/web/fetch.h"
+#include "crawler/web/url.h"
 #include "tests/support/testsite.h"
 
 #define UA "crawld-fetch-site-test/1.0 (+http://example.invalid/bot)"

@@ -25,7 +25,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
-#include "crawler/links.h"
+#include "crawler/web/links.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1

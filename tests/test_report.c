@@ -27,7 +27,7 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
-#include "crawler/report.h"
+#include "crawler/report/report.h"
 #include "storage/db.h"
 #include "tests/support/proc.h"
 #include "tests/support/testsite.h"

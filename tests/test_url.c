@@ -16,7 +16,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
-#include "crawler/url.h"
+#include "crawler/web/url.h"
 
 #define RFC_BASE "http://a/b/c/d;p?q"
 

@@ -12,7 +12,7 @@
 
 #include <libxml/parser.h>
 
-#include "crawler/links.h"
+#include "crawler/web/links.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

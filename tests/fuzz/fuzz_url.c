@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crawler/url.h"
+#include "crawler/web/url.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -24,7 +24,7 @@
  * All scratch space is allocated by url_canon_new and sized from
  * max_url_bytes, so resolving allocates nothing of ours (curl allocates
  * its own parts). A url_canon belongs to one thread. */
-#include "crawler/url.h"
+#include "crawler/web/url.h"
 
 #include <curl/curl.h>
 #include <errno.h>

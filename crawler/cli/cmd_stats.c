@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "crawler/report.h"
-#include "crawler/summary.h"
+#include "crawler/report/report.h"
+#include "crawler/report/summary.h"
 #include "storage/db.h"
 
 static const char usage[] =

@@ -52,7 +52,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
-#include "crawler/decode.h"
+#include "crawler/web/decode.h"
 
 #define POLL_MAX_MS 1000
 #define REASON_URL_MAX 200

@@ -7,8 +7,8 @@
 
 #include "cli.h"
 #include "common/buf.h"
-#include "crawler/links.h"
-#include "crawler/url.h"
+#include "crawler/web/links.h"
+#include "crawler/web/url.h"
 #include "crawler/wire.h"
 
 static const char usage[] =

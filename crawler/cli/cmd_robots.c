@@ -9,8 +9,8 @@
 
 #include "cli.h"
 #include "common/buf.h"
-#include "crawler/fetch.h"
-#include "crawler/url.h"
+#include "crawler/web/fetch.h"
+#include "crawler/web/url.h"
 #include "crawler/wire.h"
 #include "frontier/robots.h"
 

@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "common/buf.h"
-#include "crawler/url.h"
+#include "crawler/web/url.h"
 #include "crawler/wire.h"
 
 static const char usage[] =

@@ -12,7 +12,7 @@
 
 #include "cli.h"
 #include "common/alloc.h"
-#include "crawler/report.h"
+#include "crawler/report/report.h"
 #include "storage/db.h"
 
 static const char usage[] =

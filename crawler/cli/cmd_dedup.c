@@ -18,8 +18,8 @@
 
 #include "cli.h"
 #include "common/buf.h"
-#include "crawler/summary.h"
-#include "crawler/url.h"
+#include "crawler/report/summary.h"
+#include "crawler/web/url.h"
 #include "crawler/verifier.h"
 #include "crawler/wire.h"
 #include "dedup/seen.h"
