@@ -46,7 +46,7 @@
 
 #define DB_FILE "crawld.db"
 #define LOCK_FILE "crawld.lock"
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define APP_ID 0x43724c64 /* "CrLd" in PRAGMA application_id */
 #define BUSY_MS 10000
 #define ERRMSG_MAX 512
@@ -81,6 +81,11 @@ static const char *const migrations[SCHEMA_VERSION] = {
     " content_type TEXT);"
     "CREATE INDEX urls_state ON urls(state, depth, id) WHERE " INDEXED ";"
     "CREATE INDEX urls_host_state ON urls(host, state, depth, id) WHERE " INDEXED ";",
+    /* 1 -> 2: the URL as the page wrote it (WHATWG-serialised, no fragment;
+     * NULL when it equals the key in `url`), and the redirect hops that led
+     * to a redirect target, so max_redirects holds across a restart. */
+    "ALTER TABLE urls ADD COLUMN fetch_url TEXT;"
+    "ALTER TABLE urls ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* Figures over time (`crawld report`): additive tables that every db_open

@@ -163,7 +163,7 @@ static void test_create_and_reopen(void **state)
     assert_true(id > 0);
     assert_int_equal(db_close(d), 0);
 
-    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 1);
+    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 2);
     assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
                                      " AND name IN ('urls_state','urls_host_state')"), 2);
     d = open_ok(nested, NULL);
@@ -188,7 +188,7 @@ static void test_meta_values(void **state)
     assert_string_equal(buf, "{\"pages\": 2}");
     assert_int_equal(db_reader_get_meta(rd, "nothing", buf, sizeof buf), -ENOENT);
     assert_int_equal(db_reader_get_meta(rd, "schema_version", buf, sizeof buf), 0);
-    assert_string_equal(buf, "1");
+    assert_string_equal(buf, "2");
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
