@@ -104,6 +104,9 @@ static const option options[] = {
     INT(storage, batch_size, 1, 100000, "10000", "operations per SQLite write transaction at most"),
     INT(storage, commit_interval_ms, 0, 10000, "20",
         "longest wait gathering discovered URLs into one SQLite transaction (0: commit at once)"),
+    INT(storage, max_stall_s, 0, 31536000, "600",
+        "while the store fails (disk full, I/O error, locked), crawld pauses and retries; it gives up"
+        " with an error after this long (0: retry forever)"),
 
     BOOL(archive, warc, "false", "write WARC/1.1 files"),
     STR(archive, dir, "\"warc\"", "folder for WARC files (relative to state_dir)"),

@@ -91,6 +91,7 @@ typedef struct crawl_config {
         int64_t sqlite_cache_mb;
         int64_t batch_size;
         int64_t commit_interval_ms;
+        int64_t max_stall_s;
     } storage;
     struct {
         bool warc;

@@ -60,13 +60,39 @@ static void give_reader(verifier *v, db_reader *rd)
     db_reader_free(rd);
 }
 
-static int record_new(void *ctx, const char *key, size_t len, void *row)
+/* What an async insert reports to when it commits: the seen test's ack
+ * first (the key's Bloom bits), then the caller's callback. */
+typedef struct acked {
+    seen_ack_fn ack;
+    void *ack_arg;
+    db_done_fn on_new;
+    void *ud;
+} acked;
+
+static void on_committed(void *ud, const db_result *r)
+{
+    acked *a = ud;
+    a->ack(a->ack_arg, r->url, r->url_len, r->status);
+    if (a->on_new)
+        a->on_new(a->ud, r);
+    cr_free(a);
+}
+
+static int record_new(void *ctx, const char *key, size_t len, void *row, seen_ack_fn ack,
+                      void *ack_arg)
 {
     verifier *v = ctx;
     verifier_row *r = row;
+    acked *a = cr_malloc(sizeof *a);
+    if (a == NULL)
+        return -ENOMEM;
+    *a = (acked){ ack, ack_arg, r->on_new, r->ud };
     r->u.url = key;
     r->u.url_len = len;
-    return db_insert_url(v->d, &r->u, r->on_new, r->ud);
+    int rc = db_insert_url(v->d, &r->u, on_committed, a);
+    if (rc < 0)
+        cr_free(a);
+    return rc;
 }
 
 static int check_insert(void *ctx, const char *key, size_t len, void *row)
@@ -94,18 +120,12 @@ seen_verifier verifier_iface(verifier *v)
 int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen)
 {
     int64_t mark = 0;
-    int rc = db_flush(d);
+    /* Every row up to the mark is committed and acknowledged, so its bits
+     * are in the filter; bits of rows after it may be too (catch-up adds
+     * them again). The filter holds committed rows only (dedup/seen.h). */
+    int rc = db_flush_mark(d, &mark);
     if (rc < 0) {
         db_last_error(d, err, errlen);
-        return rc;
-    }
-    db_reader *rd = db_reader_open(d, err, errlen);
-    if (rd == NULL)
-        return -EIO;
-    rc = db_reader_max_id(rd, &mark);
-    db_reader_free(rd);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot read the highest row id of %s", db_path(d));
         return rc;
     }
     return bloom_save(seen_bloom(s), path, (uint64_t)mark, err, errlen);

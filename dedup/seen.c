@@ -9,11 +9,14 @@
 #include <stdatomic.h>
 #include <limits.h>
 
+#include <errno.h>
+
 #include "common/alloc.h"
+#include "dedup/pendset.h"
 #include "dedup/recent.h"
 
-enum { KEYS, NEW_BLOOM, NEW_VERIFIED, DUP_TRUSTED, DUP_RECENT, DUP_VERIFIED, CHECKED_NEW, ERRORS,
-       NCOUNTERS };
+enum { KEYS, NEW_BLOOM, NEW_VERIFIED, DUP_TRUSTED, DUP_RECENT, DUP_VERIFIED, DUP_PENDING,
+       CHECKED_NEW, ERRORS, UNSTORED, NCOUNTERS };
 
 #define STRIPES 8
 typedef struct stripe {
@@ -24,6 +27,7 @@ typedef struct stripe {
 struct seen {
     bloom *bf;
     recent *cache;
+    pendset *pend;
     seen_verifier v;
     bool have_verifier;
     int verify;
@@ -56,7 +60,10 @@ seen *seen_new(bloom *bf, const seen_opts *o, const seen_verifier *v)
     if (s == NULL)
         return NULL;
     s->cache = recent_new(o->recent_entries);
-    if (s->cache == NULL) {
+    s->pend = pendset_new();
+    if (s->cache == NULL || s->pend == NULL) {
+        recent_free(s->cache);
+        pendset_free(s->pend);
         cr_free(s);
         return NULL;
     }
@@ -74,20 +81,59 @@ void seen_free(seen *s)
     if (s == NULL)
         return;
     recent_free(s->cache);
+    pendset_free(s->pend);
     bloom_free(s->bf);
     cr_free(s);
 }
 
 
+/* The verifier's word on a recorded key: committed rows get their Bloom
+ * bits (before leaving the pending set, so a concurrent test that misses
+ * the pending entry finds the bits); refused ones are forgotten. */
+static void seen_ack(void *arg, const char *key, size_t len, int status)
+{
+    seen *s = arg;
+    hash_fp fp = hash_fingerprint(key, len);
+    if (status >= 0) {
+        bloom_add_fp(s->bf, fp);
+        recent_check_add(s->cache, fp.lo, fp.hi);
+    } else {
+        bump(s, UNSTORED);
+    }
+    pendset_del(s->pend, fp.lo, fp.hi);
+}
+
 int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
 {
     hash_fp fp = hash_fingerprint(key, len);
     bool verify = s->verify == SEEN_VERIFY_ALWAYS || (s->verify == SEEN_VERIFY_IN_SCOPE && in_scope);
-    if (!bloom_add_fp(s->bf, fp)) {
-        recent_check_add(s->cache, fp.lo, fp.hi);
-        if (s->have_verifier && s->v.record_new(s->v.ctx, key, len, row) < 0) {
+    if (!bloom_query_fp(s->bf, fp)) {
+        int added = pendset_add(s->pend, fp.lo, fp.hi);
+        if (added < 0) {
             bump(s, ERRORS);
-            return -1;
+            return added;
+        }
+        if (added == 0) {
+            bump(s, KEYS);
+            bump(s, DUP_PENDING);
+            return SEEN_DUP_PENDING;
+        }
+        /* committed and acknowledged between the query and the add? */
+        if (bloom_query_fp(s->bf, fp)) {
+            pendset_del(s->pend, fp.lo, fp.hi);
+            goto maybe;
+        }
+        if (s->have_verifier) {
+            int rc = s->v.record_new(s->v.ctx, key, len, row, seen_ack, s);
+            if (rc < 0) {
+                pendset_del(s->pend, fp.lo, fp.hi);
+                bump(s, ERRORS);
+                return rc;
+            }
+        } else {
+            /* nothing to commit: the filter is the whole seen-set */
+            bloom_add_fp(s->bf, fp);
+            pendset_del(s->pend, fp.lo, fp.hi);
         }
         bump(s, KEYS);
         bump(s, NEW_BLOOM);
@@ -95,12 +141,13 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
             bump(s, CHECKED_NEW);
         return SEEN_NEW_BLOOM;
     }
+maybe:
     if (!verify) {
         bump(s, KEYS);
         bump(s, DUP_TRUSTED);
         return SEEN_DUP_TRUSTED;
     }
-    if (recent_check_add(s->cache, fp.lo, fp.hi)) {
+    if (recent_contains(s->cache, fp.lo, fp.hi)) {
         bump(s, KEYS);
         bump(s, DUP_RECENT);
         return SEEN_DUP_RECENT;
@@ -110,6 +157,7 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
         bump(s, ERRORS);
         return rc;
     }
+    recent_check_add(s->cache, fp.lo, fp.hi); /* committed: check_insert waited */
     bump(s, KEYS);
     if (rc == 1) {
         bump(s, NEW_VERIFIED);
@@ -122,7 +170,7 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
 
 void seen_add_known(seen *s, const char *key, size_t len) { bloom_add(s->bf, key, len); }
 
-void seen_counters_get(const seen *s, seen_counters *out)
+void seen_counters_get(seen *s, seen_counters *out)
 {
     out->keys = total(s, KEYS);
     out->new_bloom = total(s, NEW_BLOOM);
@@ -130,8 +178,11 @@ void seen_counters_get(const seen *s, seen_counters *out)
     out->dup_trusted = total(s, DUP_TRUSTED);
     out->dup_recent = total(s, DUP_RECENT);
     out->dup_verified = total(s, DUP_VERIFIED);
+    out->dup_pending = total(s, DUP_PENDING);
     out->checked_new = total(s, CHECKED_NEW);
     out->errors = total(s, ERRORS);
+    out->unstored = total(s, UNSTORED);
+    out->pending = pendset_count(s->pend);
 }
 
 double seen_observed_fpr(const seen_counters *c)

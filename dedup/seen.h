@@ -1,6 +1,7 @@
 /* dedup/seen: the URL-seen test. Keys in (canonical URLs, but this module
  * sees only bytes), NEW or DUPLICATE out, and a counter for every decision.
  *
+ *   Bloom NO, key pending     -> duplicate: recorded, its row not committed yet
  *   Bloom NO                  -> new, certainly; recorded through the verifier
  *   Bloom MAYBE, not verified -> duplicate, trusting the Bloom filter
  *   Bloom MAYBE, verified     -> the exact recent-fingerprint cache, then the
@@ -10,9 +11,21 @@
  * Whether a MAYBE is verified is the policy: never, always, or in-scope
  * (only keys the caller marks as ones the crawl would fetch). The verifier
  * is an interface storage/ implements; dedup/ knows nothing of SQLite.
+ *
+ * The invariant (DESIGN.md 7): an in-memory layer answers "seen" for a key
+ * only if its row is committed, or the verifier accepted it and the writer
+ * holds it until it commits. So a new key is first put in the pending set
+ * (dedup/pendset), then recorded; its Bloom bits and its recent-cache
+ * entry are set only when the verifier acknowledges the commit, and a
+ * failed record leaves no trace. The Bloom filter (and so every snapshot
+ * of it) and the recent cache hold committed rows only; the pending set
+ * holds what the writer holds. A row the writer finally could not store is acknowledged with an
+ * error and is not seen.
+ *
  * Threads: seen_test may be called from many threads at once (the Bloom
- * filter and the recent cache are thread-safe; counters are atomics); the
- * verifier's functions must be too. */
+ * filter, the pending set and the recent cache are thread-safe; counters
+ * are atomics); the verifier's functions must be too, and the ack may come
+ * from any thread (the writer's). */
 #ifndef CRAWLD_SEEN_H
 #define CRAWLD_SEEN_H
 
@@ -26,10 +39,17 @@ typedef struct seen seen;
 
 enum seen_verify { SEEN_VERIFY_NEVER, SEEN_VERIFY_ALWAYS, SEEN_VERIFY_IN_SCOPE };
 
+/* The verifier's acknowledgement of a record_new: status >= 0 once the row
+ * is committed (new or already there), < 0 when it could not be stored.
+ * Called exactly once per record_new that returned 0, on any thread. */
+typedef void (*seen_ack_fn)(void *arg, const char *key, size_t len, int status);
+
 typedef struct seen_verifier {
     void *ctx;
-    /* A certainly new key: record it (may be asynchronous). 0 or <0. */
-    int (*record_new)(void *ctx, const char *key, size_t len, void *row);
+    /* A certainly new key: record it (may be asynchronous) and call
+     * ack(ack_arg, ...) after the commit. 0 queued, or <0 (then no ack). */
+    int (*record_new)(void *ctx, const char *key, size_t len, void *row, seen_ack_fn ack,
+                      void *ack_arg);
     /* A Bloom MAYBE: insert the key unless present, synchronously, after
      * every record_new made before it. 1: it was new; 0: it existed; <0. */
     int (*check_insert)(void *ctx, const char *key, size_t len, void *row);
@@ -40,7 +60,8 @@ typedef enum seen_result {
     SEEN_NEW_VERIFIED,   /* Bloom said MAYBE, the verifier said new: a false positive caught */
     SEEN_DUP_TRUSTED,    /* Bloom said MAYBE and was trusted */
     SEEN_DUP_RECENT,     /* confirmed by the recent-fingerprint cache */
-    SEEN_DUP_VERIFIED    /* confirmed by the verifier */
+    SEEN_DUP_VERIFIED,   /* confirmed by the verifier */
+    SEEN_DUP_PENDING     /* recorded already, its row not committed yet */
 } seen_result;
 
 static inline bool seen_is_new(seen_result r) { return r <= SEEN_NEW_VERIFIED; }
@@ -52,9 +73,12 @@ typedef struct seen_counters {
     uint64_t dup_trusted;
     uint64_t dup_recent;
     uint64_t dup_verified;
+    uint64_t dup_pending;   /* SEEN_DUP_PENDING */
     uint64_t checked_new;   /* new keys among those a MAYBE would have verified:
                              * the denominator of the observed FPR */
-    uint64_t errors;        /* verifier failures */
+    uint64_t errors;        /* verifier failures (nothing recorded, nothing seen) */
+    uint64_t unstored;      /* keys recorded whose row the store finally refused */
+    uint64_t pending;       /* keys recorded, not committed yet (a gauge) */
 } seen_counters;
 
 typedef struct seen_opts {
@@ -68,15 +92,17 @@ seen *seen_new(bloom *bf, const seen_opts *o, const seen_verifier *v);
 void seen_free(seen *s);
 
 /* Decides one key. in_scope matters only for SEEN_VERIFY_IN_SCOPE; row is
- * passed through to the verifier. A seen_result, or <0 when the verifier
- * failed (the key then counts as an error and is not reported new). */
+ * passed through to the verifier. A seen_result, or a negative errno when
+ * the verifier failed or memory ran out (the key then counts as an error,
+ * is not reported new, and leaves nothing behind: a later test of it
+ * decides afresh). */
 int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row);
 
 /* Adds a key known to be recorded already (catch-up after a restart):
  * the Bloom filter only, no counters, no verifier. */
 void seen_add_known(seen *s, const char *key, size_t len);
 
-void seen_counters_get(const seen *s, seen_counters *out /* OUT */);
+void seen_counters_get(seen *s, seen_counters *out /* OUT */);
 /* False positives caught / new keys that were checked; 0 with none. */
 double seen_observed_fpr(const seen_counters *c);
 bloom *seen_bloom(seen *s);

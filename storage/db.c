@@ -30,6 +30,7 @@
 #include "storage/db.h"
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -162,11 +163,14 @@ struct db {
     int64_t recovered;
     int batch_size;
     int gather_ms;
+    int max_stall_ms;   /* 0: retry a failing store forever */
     /* Writer thread only (the opening thread before it starts). */
     sqlite3 *conn;
     sqlite3_stmt *st[ST_COUNT];
     struct op *batch;
     int64_t delta[DB_STATE_COUNT];
+    int64_t max_id;     /* highest committed row id */
+    int64_t batch_max;  /* ... including the batch being applied */
     pthread_t thread;
     int thread_started;
     /* Guarded by mu. */
@@ -185,6 +189,20 @@ struct db {
     char errmsg[ERRMSG_MAX];
     int64_t counts[DB_STATE_COUNT];
     int64_t n_ops, n_commits, n_failed;
+    /* A stall: the writer holds a batch the store refused and retries it. */
+    pthread_cond_t retry_cv;  /* the writer's backoff wait; db_close wakes it */
+    int stalled;
+    int stall_code;           /* negative errno of the current stall */
+    int64_t stall_since_ms;   /* monotonic */
+    int64_t retry_at_ms;      /* monotonic */
+    int64_t held;             /* ops in the held batch */
+    int64_t n_stalls, stall_ms_total;
+    int failed;               /* the writer gave up: every op fails with this */
+#ifdef CRAWLD_FAULT_HOOKS
+    struct fault { int64_t at, times; int code; } faults[64];
+    int nfaults;
+    int64_t attempts;         /* transactions tried */
+#endif
 };
 
 enum {
@@ -219,14 +237,6 @@ struct db_reader {
 };
 
 /* ---- small helpers ---- */
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Maps an SQLite result code to a negative errno. */
 static int sql_errno(int rc)
@@ -469,7 +479,7 @@ static int migrate(sqlite3 *c, int64_t from, const char *path, char *err, size_t
     if (from == 0) {
         snprintf(sql, sizeof sql,
                  "INSERT OR REPLACE INTO meta(key, value) VALUES('created_at', %lld)",
-                 (long long)now_ms());
+                 (long long)cr_wall_ms());
         rc = exec(c, sql, path, "writing the schema version", err, errlen);
         if (rc < 0)
             goto fail;
@@ -527,6 +537,10 @@ static int check_opts(const db_opts *o, db_opts *out, char *err, size_t errlen)
     }
     if (d.gather_ms < 0 || d.gather_ms > 10000) {
         cr_errf(err, errlen, "gather_ms %d is out of range (0..10000)", d.gather_ms);
+        return -EINVAL;
+    }
+    if (d.max_stall_ms < 0) {
+        cr_errf(err, errlen, "max_stall_ms %d is out of range (0..)", d.max_stall_ms);
         return -EINVAL;
     }
     if (d.queue_cap < 1 || d.queue_cap > 1000000) {
@@ -626,6 +640,8 @@ static int recover(db *d, char *err, size_t errlen)
         return rc;
     d->recovered = sqlite3_changes64(d->conn);
     rc = count_states(d->conn, d->counts);
+    if (rc == SQLITE_OK)
+        rc = query_int(d->conn, "SELECT max(id) FROM urls", &d->max_id);
     if (rc != SQLITE_OK) {
         sql_msg(err, errlen, d->path, "counting rows", d->conn, rc);
         return sql_errno(rc);
@@ -643,6 +659,7 @@ static void db_free(db *d)
         close(d->lock_fd);
     pthread_cond_destroy(&d->notfull);
     pthread_cond_destroy(&d->nonempty);
+    pthread_cond_destroy(&d->retry_cv);
     pthread_mutex_destroy(&d->mu);
     cr_free(d->batch);
     cr_free(d->ring);
@@ -675,8 +692,10 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->nonempty, NULL);
     pthread_cond_init(&d->notfull, NULL);
+    pthread_cond_init(&d->retry_cv, NULL);
     d->batch_size = opts.batch_size;
     d->gather_ms = opts.gather_ms;
+    d->max_stall_ms = opts.max_stall_ms;
     d->cap = (size_t)opts.queue_cap;
     d->dir = cr_strdup(state_dir);
     d->path = d->dir ? join_path(state_dir, DB_FILE) : NULL;
@@ -693,6 +712,9 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
         goto fail;
     if (setup_schema(d, &opts, err, errlen) < 0)
         goto fail;
+#ifdef CRAWLD_FAULT_HOOKS
+    faults_parse(d);
+#endif
     if (recover(d, err, errlen) < 0)
         goto fail;
     for (int i = 0; i < ST_COUNT; i++) {
@@ -727,6 +749,7 @@ int db_close(db *d)
     d->closing = 1;
     pthread_cond_broadcast(&d->nonempty);
     pthread_cond_broadcast(&d->notfull);
+    pthread_cond_broadcast(&d->retry_cv);
     pthread_mutex_unlock(&d->mu);
     if (d->thread_started)
         pthread_join(d->thread, NULL);
@@ -736,7 +759,7 @@ int db_close(db *d)
         d->st[i] = NULL;
     }
     sqlite3_exec(d->conn, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
-    rc = d->sticky;
+    rc = d->failed != 0 ? d->failed : d->sticky;
     db_free(d);
     return rc;
 }
@@ -755,8 +778,10 @@ static int on_writer(db *d)
 /* Copies *o into the ring (mu held), waiting while it is full. */
 static int enqueue_locked(db *d, const struct op *o)
 {
-    while (d->count == d->cap && !d->closing)
+    while (d->count == d->cap && !d->closing && d->failed == 0)
         pthread_cond_wait(&d->notfull, &d->mu);
+    if (d->failed != 0)
+        return d->failed;
     if (d->closing)
         return -ESHUTDOWN;
     d->ring[(d->head + d->count) % d->cap] = *o;
@@ -830,7 +855,7 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     o->parent = u->parent;
     o->kind = u->kind;
     o->state = u->state;
-    o->discovered_at = u->discovered_at ? u->discovered_at : now_ms();
+    o->discovered_at = u->discovered_at ? u->discovered_at : cr_wall_ms();
     o->url_len = ul;
     o->host_len = hl;
     if (!copy) {
@@ -938,7 +963,7 @@ int db_record_outcome(db *d, int64_t id, const db_outcome *oc)
     o.bytes = oc->bytes;
     o.fetch_ms = oc->fetch_ms;
     o.attempts = oc->attempts;
-    o.fetched_at = oc->fetched_at ? oc->fetched_at : now_ms();
+    o.fetched_at = oc->fetched_at ? oc->fetched_at : cr_wall_ms();
     el = capped_len(oc->error);
     cl = capped_len(oc->content_type);
     if (oc->error != NULL || oc->content_type != NULL) {
@@ -1021,11 +1046,18 @@ int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data)
 
 int db_flush(db *d)
 {
+    return db_flush_mark(d, NULL);
+}
+
+int db_flush_mark(db *d, int64_t *mark)
+{
     struct op o;
 
     memset(&o, 0, sizeof o);
     o.type = OP_FLUSH;
-    return enqueue_wait(d, &o, NULL);
+    if (mark != NULL)
+        *mark = 0;
+    return enqueue_wait(d, &o, mark);
 }
 
 int db_last_error(db *d, char *buf, size_t len)
@@ -1047,7 +1079,30 @@ void db_get_stats(db *d, db_stats *st)
     st->commits = d->n_commits;
     st->failed_ops = d->n_failed;
     st->queued = (int64_t)d->count;
+    st->stalled = d->stalled;
+    st->stall_code = d->stalled ? d->stall_code : 0;
+    st->failed = d->failed;
+    st->held = d->held + (int64_t)d->count;
+    st->stalls = d->n_stalls;
+    st->stall_ms = d->stall_ms_total + (d->stalled ? cr_mono_ms() - d->stall_since_ms : 0);
+    st->retry_in_ms = d->stalled && d->retry_at_ms > cr_mono_ms() ? d->retry_at_ms - cr_mono_ms() : 0;
     pthread_mutex_unlock(&d->mu);
+}
+
+const char *db_error_reason(int code)
+{
+    switch (code) {
+    case 0: return "no error";
+    case -ENOSPC: return "disk full";
+    case -EIO: return "I/O error";
+    case -EBUSY: return "database busy";
+    case -ENOMEM: return "out of memory";
+    case -EROFS: return "read-only";
+    case -EACCES: return "cannot write";
+    case -EBADMSG: return "database corrupt";
+    case -E2BIG: return "value too big";
+    default: return "storage error";
+    }
 }
 
 /* ---- the writer thread ---- */
@@ -1059,6 +1114,16 @@ static void note_error(db *d, int code, const char *text)
     pthread_mutex_lock(&d->mu);
     if (d->sticky == 0)
         d->sticky = code;
+    d->last_code = code;
+    cr_errf(d->errmsg, sizeof d->errmsg, "%s", text);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* A stall's current error: the last message, not (yet) a sticky error,
+ * since the held batch may still commit. */
+static void note_stall(db *d, int code, const char *text)
+{
+    pthread_mutex_lock(&d->mu);
     d->last_code = code;
     cr_errf(d->errmsg, sizeof d->errmsg, "%s", text);
     pthread_mutex_unlock(&d->mu);
@@ -1093,6 +1158,8 @@ static int apply_insert(db *d, struct op *o)
         return rc;
     if (sqlite3_changes(d->conn) == 1) {
         o->id = sqlite3_last_insert_rowid(d->conn);
+        if (o->id > d->batch_max)
+            d->batch_max = o->id;
         o->status = 1;
         d->delta[o->state]++;
         return SQLITE_OK;
@@ -1163,16 +1230,56 @@ static int apply_update(db *d, struct op *o)
     return SQLITE_OK;
 }
 
-/* Applies batch[0..n) in one transaction; on any SQLite failure rolls it
- * back and gives every op the error. Returns 1 if committed, 0 if not. */
-static int apply_batch(db *d, struct op *batch, size_t n)
+#ifdef CRAWLD_FAULT_HOOKS
+/* Test builds only: CRAWLD_FAULTS="N:CODE:TIMES,..." makes transaction
+ * attempts N .. N+TIMES-1 (counted from 1 per db_open) fail at COMMIT with
+ * CODE (full, ioerr or busy), as a filling disk or a competing writer
+ * would. */
+static void faults_parse(db *d)
 {
-    char text[ERRMSG_MAX];
+    const char *e = getenv("CRAWLD_FAULTS");
+
+    while (e != NULL && *e != '\0' && d->nfaults < (int)(sizeof d->faults / sizeof d->faults[0])) {
+        char name[16] = "";
+        long long at = 0, times = 0;
+        int used = 0;
+        if (sscanf(e, "%lld:%15[a-z]:%lld%n", &at, name, &times, &used) != 3 || at < 1 || times < 1)
+            break;
+        struct fault *f = &d->faults[d->nfaults++];
+        f->at = at;
+        f->times = times;
+        f->code = strcmp(name, "ioerr") == 0  ? SQLITE_IOERR
+                  : strcmp(name, "busy") == 0 ? SQLITE_BUSY
+                                              : SQLITE_FULL;
+        e += used;
+        if (*e == ',')
+            e++;
+    }
+}
+
+/* The injected result of this attempt's COMMIT, or SQLITE_OK. */
+static int fault_now(db *d)
+{
+    d->attempts++;
+    for (int i = 0; i < d->nfaults; i++)
+        if (d->attempts >= d->faults[i].at && d->attempts < d->faults[i].at + d->faults[i].times)
+            return d->faults[i].code;
+    return SQLITE_OK;
+}
+#endif
+
+/* Applies batch[0..n) in one transaction. On an SQLite failure rolls it
+ * back, leaves the ops as they were (so the batch can be tried again) and
+ * returns the error (a negative errno) with its message in text; 0 once
+ * committed. */
+static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t textlen)
+{
     const char *what = "starting a transaction";
     int rc, op_err = 0;
     int64_t missing = 0;
 
     memset(d->delta, 0, sizeof d->delta);
+    d->batch_max = d->max_id;
     rc = step_done(d->st[ST_BEGIN]);
     for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
         struct op *o = &batch[i];
@@ -1212,6 +1319,10 @@ static int apply_batch(db *d, struct op *batch, size_t n)
                 missing = o->id;
             }
             break;
+        case OP_FLUSH:
+            o->id = d->batch_max; /* every row up to here commits with this batch */
+            o->status = 0;
+            break;
         default:
             o->status = 0;
             break;
@@ -1219,27 +1330,101 @@ static int apply_batch(db *d, struct op *batch, size_t n)
     }
     if (rc == SQLITE_OK) {
         what = "committing";
+#ifdef CRAWLD_FAULT_HOOKS
+        rc = fault_now(d);
+        if (rc != SQLITE_OK) {
+            step_done(d->st[ST_ROLLBACK]);
+            sql_msg(text, textlen, d->path, what, NULL, rc);
+            memset(d->delta, 0, sizeof d->delta);
+            return sql_errno(rc);
+        }
+#endif
         rc = step_done(d->st[ST_COMMIT]);
     }
     if (rc != SQLITE_OK) {
         int code = sql_errno(rc);
-        sql_msg(text, sizeof text, d->path, what, d->conn, rc);
+        sql_msg(text, textlen, d->path, what, d->conn, rc);
         if (!sqlite3_get_autocommit(d->conn))
             step_done(d->st[ST_ROLLBACK]);
-        for (size_t i = 0; i < n; i++) {
-            batch[i].status = code;
-            batch[i].id = 0;
-        }
         memset(d->delta, 0, sizeof d->delta);
-        note_error(d, code, text);
-        return 0;
+        return code;
     }
+    d->max_id = d->batch_max;
     if (op_err != 0) {
-        cr_errf(text, sizeof text, "%s: no row with id %lld to update", d->path,
+        char msg[ERRMSG_MAX];
+        cr_errf(msg, sizeof msg, "%s: no row with id %lld to update", d->path,
             (long long)missing);
-        note_error(d, op_err, text);
+        note_error(d, op_err, msg);
     }
-    return 1;
+    return 0;
+}
+
+/* Errors a store recovers from by itself (space freed, a lock released, a
+ * device back): the writer holds its batch and tries again. */
+static int transient(int code)
+{
+    return code == -ENOSPC || code == -EIO || code == -EBUSY || code == -ENOMEM
+        || code == -EROFS || code == -EACCES;
+}
+
+/* The writer holds batch[0..n) that the store refused with code: retries
+ * it with backoff until it commits (returns 0), or gives up (returns the
+ * error) when the error is not transient, max_stall_ms has passed, or the
+ * db is closing and one more try failed. Nothing queued after the batch
+ * is applied before it, so the order of operations is kept: a page's
+ * outcome never commits before the links found on it. */
+static int stall(db *d, struct op *batch, size_t n, int code, char *text, size_t textlen)
+{
+    int64_t start = cr_mono_ms(), wait = 100;
+    int last_try = 0;
+
+    pthread_mutex_lock(&d->mu);
+    d->stalled = 1;
+    d->stall_code = code;
+    d->stall_since_ms = start;
+    d->held = (int64_t)n;
+    d->n_stalls++;
+    pthread_mutex_unlock(&d->mu);
+    note_stall(d, code, text);
+    for (;;) {
+        if (!transient(code) || last_try
+            || (d->max_stall_ms > 0 && cr_mono_ms() - start >= d->max_stall_ms))
+            break;
+        struct timespec until;
+        cr_deadline(wait, &until);
+        pthread_mutex_lock(&d->mu);
+        d->retry_at_ms = cr_mono_ms() + wait;
+        while (!d->closing && cr_mono_ms() < d->retry_at_ms)
+            if (pthread_cond_timedwait(&d->retry_cv, &d->mu, &until) == ETIMEDOUT)
+                break;
+        last_try = d->closing;
+        pthread_mutex_unlock(&d->mu);
+        wait = wait * 2 > 2000 ? 2000 : wait * 2;
+        code = apply_batch(d, batch, n, text, textlen);
+        if (code == 0)
+            break;
+        pthread_mutex_lock(&d->mu);
+        d->stall_code = code;
+        pthread_mutex_unlock(&d->mu);
+        note_stall(d, code, text);
+    }
+    pthread_mutex_lock(&d->mu);
+    d->stalled = 0;
+    d->held = 0;
+    d->stall_ms_total += cr_mono_ms() - start;
+    if (code != 0) {
+        char msg[ERRMSG_MAX];
+        d->failed = code;
+        cr_errf(msg, sizeof msg, "%s (gave up after %.1f s)", text,
+            (double)(cr_mono_ms() - start) / 1000.0);
+        cr_errf(d->errmsg, sizeof d->errmsg, "%s", msg);
+        d->last_code = code;
+        if (d->sticky == 0)
+            d->sticky = code;
+        pthread_cond_broadcast(&d->notfull);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return code;
 }
 
 /* Delivers the results of batch[0..n) in queue order and frees the ops. */
@@ -1267,7 +1452,7 @@ static void finish_batch(db *d, struct op *batch, size_t n, int batch_ok)
         if (o->w == NULL)
             continue;
         if (o->type == OP_FLUSH) {
-            o->status = d->sticky;
+            o->status = d->failed != 0 ? d->failed : d->sticky;
             d->sticky = 0;
         }
         if (o->out_status != NULL)
@@ -1292,13 +1477,7 @@ static void gather_batch(db *d)
     if (d->gather_ms == 0 || d->urgent > 0 || d->closing
         || d->count >= (size_t)d->batch_size)
         return;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += d->gather_ms / 1000;
-    until.tv_nsec += (long)(d->gather_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    cr_deadline(d->gather_ms, &until);
     d->gathering = 1;
     while (d->urgent == 0 && !d->closing && d->count < (size_t)d->batch_size)
         if (pthread_cond_timedwait(&d->nonempty, &d->mu, &until) == ETIMEDOUT)
@@ -1306,14 +1485,25 @@ static void gather_batch(db *d)
     d->gathering = 0;
 }
 
+/* Gives every op of batch[0..n) the error code (nothing was stored). */
+static void fail_ops(struct op *batch, size_t n, int code)
+{
+    for (size_t i = 0; i < n; i++) {
+        batch[i].status = code;
+        if (batch[i].type == OP_INSERT)
+            batch[i].id = 0;
+    }
+}
+
 static void *writer_main(void *arg)
 {
     db *d = arg;
+    char text[ERRMSG_MAX];
 
     pthread_mutex_lock(&d->mu);
     for (;;) {
         size_t n;
-        int ok;
+        int rc, failed;
 
         while (d->count == 0 && !d->closing)
             pthread_cond_wait(&d->nonempty, &d->mu);
@@ -1328,9 +1518,17 @@ static void *writer_main(void *arg)
         d->head = (d->head + n) % d->cap;
         d->count -= n;
         pthread_cond_broadcast(&d->notfull);
+        failed = d->failed;
         pthread_mutex_unlock(&d->mu);
-        ok = apply_batch(d, d->batch, n);
-        finish_batch(d, d->batch, n, ok);
+        rc = failed;
+        if (rc == 0) {
+            rc = apply_batch(d, d->batch, n, text, sizeof text);
+            if (rc < 0)
+                rc = stall(d, d->batch, n, rc, text, sizeof text);
+        }
+        if (rc < 0)
+            fail_ops(d->batch, n, rc);
+        finish_batch(d, d->batch, n, rc == 0);
         pthread_mutex_lock(&d->mu);
     }
     pthread_mutex_unlock(&d->mu);

@@ -29,6 +29,20 @@
  * - db_close() must be called once, after every producer has stopped and
  *   every db_reader of it has been freed.
  *
+ * What the store holds (the invariant the in-memory layers above rely on,
+ * DESIGN.md invariant 7): an operation that db_insert_url() & co. accepted
+ * (returned 0) is either committed, or held by the writer until it
+ * commits; it is never dropped while the process runs. Operations commit
+ * in queue order, so an outcome queued after a page's link inserts never
+ * commits before them. When the store refuses a batch (disk full, I/O
+ * error, busy or locked past the busy timeout), the writer keeps the batch
+ * and retries it with backoff (0.1 s doubling to 2 s): a stall, visible in
+ * db_get_stats(). Producers block once the queue is full. The writer gives
+ * up only when the error is not transient (corruption, a misuse), when a
+ * stall lasts max_stall_ms, or when db_close() is called during a stall
+ * and one more try fails: then every held and later operation fails with
+ * that error, and db_flush()/db_close() return it from then on.
+ *
  * Errors: functions return 0 (or a count) on success, a negative errno
  * otherwise: -EINVAL bad argument, -E2BIG a string over its cap, -ENOMEM,
  * -ENOSPC disk full, -EROFS read-only, -EBADMSG not a (crawld) database or
@@ -77,6 +91,7 @@ typedef struct db_opts {
                        long for more before it commits (a synchronous call
                        or a full batch ends the wait at once): fewer, larger
                        transactions; 0 = commit at once (0..10000) */
+    int max_stall_ms; /* give up a stall after this long; 0 = never */
 } db_opts;
 
 typedef struct db_url {
@@ -170,6 +185,11 @@ int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data);
  * (db_last_error() has the message). */
 int db_flush(db *d);
 
+/* db_flush(), and *mark gets the highest row id committed at that point:
+ * every row up to it is committed and its insert callback has run (the
+ * mark of a Bloom snapshot). OUT: mark */
+int db_flush_mark(db *d, int64_t *mark);
+
 /* Copies the message of the writer's most recent error ("" if none) into
  * buf and returns its code (0 if none). OUT: buf */
 int db_last_error(db *d, char *buf, size_t len);
@@ -180,7 +200,18 @@ typedef struct db_stats {
     int64_t commits;              /* transactions committed */
     int64_t failed_ops;           /* operations that got an error */
     int64_t queued;               /* operations waiting in the queue now */
+    int stalled;                  /* 1 while the writer retries a refused batch */
+    int stall_code;               /* that batch's error (negative errno), 0 if none */
+    int failed;                   /* the writer gave up with this error, 0 if not */
+    int64_t held;                 /* operations held: the batch and the queue */
+    int64_t stalls;               /* stalls so far */
+    int64_t stall_ms;             /* their total length, the current one included */
+    int64_t retry_in_ms;          /* until the next try, while stalled */
 } db_stats;
+
+/* A few words for a stall's error code: "disk full", "I/O error",
+ * "database busy", ... (static string). */
+const char *db_error_reason(int code);
 
 /* The writer's figures, kept in memory (no query, O(1)); rows[] starts from
  * a count at db_open and follows every COMMIT. OUT: st */

@@ -1319,7 +1319,7 @@ static void test_write_error_reported(void **state)
     assert_true(pid >= 0);
     if (pid == 0) {
         struct rlimit rl = { 256 * 1024, 256 * 1024 };
-        db_opts o = { .batch_size = 200 };
+        db_opts o = { .batch_size = 200, .max_stall_ms = 300 };
         char err[512] = "", url[300];
         err_count c = { 0 };
         int rc = 0, code;
