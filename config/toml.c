@@ -39,7 +39,14 @@
  * only up to the NUL; floats out of double range are errors, underflow is
  * not; a second of 60 (a leap second, RFC 3339) is accepted on any date,
  * as no table of leap seconds is kept; years run 0000..9999. No global state: parses may run in parallel threads, and floats are
- * read in the C locale whatever the process locale is (uselocale). */
+ * read in the C locale whatever the process locale is (uselocale).
+ *
+ * Why one file of about 1,600 lines: it is one recursive-descent parser
+ * whose rules call each other (value -> array / inline table -> value) and
+ * share the parser state and its single error exit (fail); a split would
+ * put that state and a dozen rules in a header for no reader's gain. The
+ * sections (errors, memory, tables, lexing, strings, keys, values,
+ * datetimes and the grammar, API) read top to bottom. */
 #include "config/toml.h"
 
 #include <errno.h>

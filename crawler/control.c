@@ -12,6 +12,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "crawler/report/status.h"
 
 #if MHD_VERSION < 0x00097002
 typedef int mhd_result;
@@ -152,6 +153,26 @@ static mhd_result handle_urls(control *ctl, struct MHD_Connection *con, const cr
     return send_json(con, 200, out);
 }
 
+/* GET /metrics: the Prometheus text, with every Bloom stage's fill. */
+static mhd_result send_metrics(control *ctl, struct MHD_Connection *con)
+{
+    size_t cap = crawl_fill_cells(ctl->c);
+    crawl_fill *cells = cr_calloc(cap, sizeof *cells);
+    crawl_status st;
+    crawl_status_get(ctl->c, &st, cells, cells ? cap : 0);
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (f == NULL) {
+        cr_free(cells);
+        return MHD_NO;
+    }
+    status_metrics(f, &st);
+    fclose(f);
+    cr_free(cells);
+    return send_text(con, 200, "text/plain; version=0.0.4", text, n);
+}
+
 static mhd_result route(control *ctl, struct MHD_Connection *con, const char *url,
                         const char *method, request *rq)
 {
@@ -159,16 +180,12 @@ static mhd_result route(control *ctl, struct MHD_Connection *con, const char *ur
     if (strcmp(url, "/metrics") == 0 || strcmp(url, "/v1/status") == 0) {
         if (!get)
             return send_error(con, 405, "use GET");
-        if (url[1] == 'v')
-            return send_json(con, 200, crawl_status_json(ctl->c));
-        char *text = NULL;
-        size_t n = 0;
-        FILE *f = open_memstream(&text, &n);
-        if (f == NULL)
-            return MHD_NO;
-        crawl_metrics(ctl->c, f);
-        fclose(f);
-        return send_text(con, 200, "text/plain; version=0.0.4", text, n);
+        if (url[1] == 'v') {
+            crawl_status st;
+            crawl_status_get(ctl->c, &st, NULL, 0);
+            return send_json(con, 200, status_json(&st));
+        }
+        return send_metrics(ctl, con);
     }
     bool known = strcmp(url, "/v1/seeds") == 0 || strcmp(url, "/v1/dedup") == 0 ||
                  strcmp(url, "/v1/pause") == 0 || strcmp(url, "/v1/resume") == 0 ||

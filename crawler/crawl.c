@@ -23,6 +23,7 @@
 #include "crawl.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -37,6 +38,7 @@
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
 #include "crawler/sampler.h"
+#include "crawler/report/status.h"
 #include "crawler/report/summary.h"
 #include "crawler/web/url.h"
 #include "crawler/verifier.h"
@@ -905,7 +907,7 @@ int crawl_run(crawl *c)
 
 /* ---- figures ----------------------------------------------------------- */
 
-void crawl_status_get(crawl *c, crawl_status *st)
+void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_cap)
 {
     memset(st, 0, sizeof *st);
     st->elapsed_s = (double)(mono_ms() - c->started_ms) / 1000.0;
@@ -915,6 +917,8 @@ void crawl_status_get(crawl *c, crawl_status *st)
         st->status_counts[i] = atomic_load(&c->status_counts[i]);
         st->by_class[i / 100] += st->status_counts[i];
     }
+    for (int e = 0; e < FETCH_ERR_COUNT; e++)
+        st->errors_by_kind[e] = atomic_load(&c->errors_by_kind[e]);
     st->bytes = atomic_load(&c->bytes);
     st->links = atomic_load(&c->links);
     st->links_rejected = atomic_load(&c->links_rejected);
@@ -926,104 +930,58 @@ void crawl_status_get(crawl *c, crawl_status *st)
     if (c->w) {
         warc_stats ws;
         warc_stats_get(c->w, &ws);
+        st->archiving = true;
         st->archived = ws.responses;
         st->revisits = ws.revisits;
     }
-    frontier_stats fs;
-    frontier_get_stats(c->fr, &fs);
-    st->frontier_mem = fs.mem_entries;
-    st->hosts_active = fs.hosts_active;
-    st->in_flight = fs.in_flight;
-    st->paused = fs.paused;
-    db_stats ds;
-    db_get_stats(c->d, &ds);
-    st->queued = ds.rows[DB_STATE_QUEUED];
+    frontier_get_stats(c->fr, &st->frontier);
+    st->frontier_mem = st->frontier.mem_entries;
+    st->hosts_active = st->frontier.hosts_active;
+    st->in_flight = st->frontier.in_flight;
+    st->paused = st->frontier.paused;
+    db_get_stats(c->d, &st->db);
+    st->queued = st->db.rows[DB_STATE_QUEUED];
     st->recovered_in_flight = c->recovered;
     pthread_mutex_lock(&c->lock);
     st->stopping = c->stop_level > 0;
     st->done = c->done;
     pthread_mutex_unlock(&c->lock);
     seen_counters_get(c->s, &st->dedup);
-    bloom_stats bs;
-    bloom_stats_get(seen_bloom(c->s), &bs);
-    st->fpr_bound = bs.fpr_bound;
-    st->fpr_predicted = bs.fpr_model;
-    st->bloom_fill = bs.fill;
-    st->bloom_stages = bs.stages_total;
+    bloom *bf = seen_bloom(c->s);
+    bloom_stats_get(bf, &st->bloom);
+    st->fpr_bound = st->bloom.fpr_bound;
+    st->fpr_predicted = st->bloom.fpr_model;
+    st->bloom_fill = st->bloom.fill;
+    st->bloom_stages = st->bloom.stages_total;
+    scope_get_counts(c->sc, st->scope_verdicts);
+    st->fill = fill_cap ? fill : NULL;
+    bloom_params bp;
+    bloom_get_params(bf, &bp);
+    for (unsigned sh = 0; sh < bp.shards; sh++)
+        for (unsigned stg = 0; stg < bloom_stage_count(bf, sh); stg++) {
+            bloom_stage_info si;
+            if (bloom_stage_info_get(bf, sh, stg, &si) != 0)
+                continue;
+            st->fill_total++;
+            if (st->fill_len < fill_cap)
+                st->fill[st->fill_len++] = (crawl_fill){ .shard = sh, .stage = stg, .fill = si.fill };
+        }
 }
 
-json_t *crawl_status_json(crawl *c)
+size_t crawl_fill_cells(crawl *c)
 {
-    crawl_status st;
-    crawl_status_get(c, &st);
-    json_t *by_status = json_object();
-    for (int i = 100; i < 600; i++)
-        if (st.status_counts[i]) {
-            char k[8];
-            snprintf(k, sizeof k, "%d", i);
-            json_object_set_new(by_status, k, json_integer((json_int_t)st.status_counts[i]));
-        }
-    frontier_stats fs;
-    frontier_get_stats(c->fr, &fs);
-    bloom_stats bs;
-    bloom_stats_get(seen_bloom(c->s), &bs);
-    json_t *j = json_pack(
-        "{s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-        " s:o, s:b, s:b, s:b, s:I}",
-        "elapsed_s", st.elapsed_s, "pages", (json_int_t)st.pages, "fetch_errors",
-        (json_int_t)st.fetch_errors, "pages_by_status", by_status, "bytes", (json_int_t)st.bytes,
-        "links", (json_int_t)st.links, "links_rejected", (json_int_t)st.links_rejected,
-        "links_out_of_scope", (json_int_t)st.links_out_of_scope, "nofollow_skipped",
-        (json_int_t)st.nofollow_skipped, "redirects", (json_int_t)st.redirects,
-        "redirects_too_long", (json_int_t)st.redirects_too_long, "truncated",
-        (json_int_t)st.truncated,
-        "frontier", "memory", (json_int_t)st.frontier_mem, "sqlite_queued", (json_int_t)st.queued,
-        "hosts_active", (json_int_t)st.hosts_active, "in_flight", (json_int_t)st.in_flight,
-        "done", (json_int_t)fs.done, "failed", (json_int_t)fs.failed, "retries",
-        (json_int_t)fs.retries, "robots_excluded",
-        (json_int_t)(fs.robots_disallowed + fs.robots_unavailable), "politeness_waits",
-        (json_int_t)fs.politeness_waits, "hosts", (json_int_t)fs.hosts,
-        "dedup", summary_dedup_json(&st.dedup, &bs),
-        "paused", st.paused, "stopping", st.stopping, "done", st.done, "recovered_in_flight",
-        (json_int_t)st.recovered_in_flight);
-    uint64_t verdicts[SCOPE_VERDICT_COUNT];
-    scope_get_counts(c->sc, verdicts);
-    json_t *rej = json_object();
-    for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)
-        json_object_set_new(rej, scope_verdict_name(v), json_integer((json_int_t)verdicts[v]));
-    if (j)
-        json_object_set_new(j, "scope_rejects", rej);
-    else
-        json_decref(rej);
-    db_stats ds;
-    db_get_stats(c->d, &ds);
-    if (j)
-        json_object_set_new(j, "storage", json_pack("{s:I, s:I, s:I}", "ops", (json_int_t)ds.ops,
-                                                    "commits", (json_int_t)ds.commits,
-                                                    "failed_ops", (json_int_t)ds.failed_ops));
-    json_t *kinds = json_object();
-    for (int e = 0; e < FETCH_ERR_COUNT; e++) {
-        uint64_t n = atomic_load(&c->errors_by_kind[e]);
-        if (n)
-            json_object_set_new(kinds, fetch_error_name((fetch_error)e), json_integer((json_int_t)n));
-    }
-    if (j)
-        json_object_set_new(j, "fetch_errors_by_kind", kinds);
-    else
-        json_decref(kinds);
-    if (j && c->w)
-        json_object_set_new(j, "archive", json_pack("{s:I, s:I}", "responses",
-                                                    (json_int_t)st.archived, "revisits",
-                                                    (json_int_t)st.revisits));
-    return j;
+    bloom_params bp;
+    bloom_get_params(seen_bloom(c->s), &bp);
+    return (size_t)bp.shards * bp.max_stages;
 }
 
 /* Stores the figures in the database, for `crawld stats`, and a sample of
  * them over time, for `crawld report`. */
 static void persist_stats(crawl *c)
 {
-    json_t *j = crawl_status_json(c);
+    crawl_status st;
+    crawl_status_get(c, &st, NULL, 0);
+    json_t *j = status_json(&st);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     if (text)
         db_put_meta(c->d, "stats", text);
@@ -1035,71 +993,12 @@ static void persist_stats(crawl *c)
 
 void crawl_summary(crawl *c, FILE *f)
 {
-    json_t *j = crawl_status_json(c);
+    crawl_status st;
+    crawl_status_get(c, &st, NULL, 0);
+    json_t *j = status_json(&st);
     if (j)
         summary_crawl_print(f, j);
     json_decref(j);
-}
-
-void crawl_metrics(crawl *c, FILE *f)
-{
-    crawl_status st;
-    crawl_status_get(c, &st);
-    fprintf(f, "# HELP crawld_pages_total Fetches that got an HTTP answer.\n"
-               "# TYPE crawld_pages_total counter\n");
-    for (int i = 100; i < 600; i++)
-        if (st.status_counts[i])
-            fprintf(f, "crawld_pages_total{status=\"%d\"} %llu\n", i,
-                    (unsigned long long)st.status_counts[i]);
-    fprintf(f, "# TYPE crawld_fetch_errors_total counter\ncrawld_fetch_errors_total %llu\n",
-            (unsigned long long)st.fetch_errors);
-    fprintf(f, "# TYPE crawld_bytes_total counter\ncrawld_bytes_total %llu\n",
-            (unsigned long long)st.bytes);
-    fprintf(f, "# TYPE crawld_links_total counter\ncrawld_links_total %llu\n",
-            (unsigned long long)st.links);
-    fprintf(f, "# HELP crawld_dedup_decisions_total URLs decided by the seen test, by layer.\n"
-               "# TYPE crawld_dedup_decisions_total counter\n");
-    fprintf(f, "crawld_dedup_decisions_total{result=\"new\",layer=\"bloom_no\"} %llu\n",
-            (unsigned long long)st.dedup.new_bloom);
-    fprintf(f, "crawld_dedup_decisions_total{result=\"new\",layer=\"sqlite\"} %llu\n",
-            (unsigned long long)st.dedup.new_verified);
-    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"bloom_trusted\"} %llu\n",
-            (unsigned long long)st.dedup.dup_trusted);
-    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"recent_cache\"} %llu\n",
-            (unsigned long long)st.dedup.dup_recent);
-    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"sqlite\"} %llu\n",
-            (unsigned long long)st.dedup.dup_verified);
-    fprintf(f, "# TYPE crawld_false_positives_caught_total counter\n"
-               "crawld_false_positives_caught_total %llu\n",
-            (unsigned long long)st.dedup.new_verified);
-    fprintf(f, "# TYPE crawld_fpr_observed gauge\ncrawld_fpr_observed %.9g\n",
-            seen_observed_fpr(&st.dedup));
-    fprintf(f, "# TYPE crawld_fpr_bound gauge\ncrawld_fpr_bound %.9g\n", st.fpr_bound);
-    fprintf(f, "# TYPE crawld_fpr_predicted gauge\ncrawld_fpr_predicted %.9g\n", st.fpr_predicted);
-    bloom *bf = seen_bloom(c->s);
-    fprintf(f, "# HELP crawld_bloom_fill Set bits / bits, per shard and stage.\n"
-               "# TYPE crawld_bloom_fill gauge\n");
-    bloom_params bp;
-    bloom_get_params(bf, &bp);
-    for (unsigned sh = 0; sh < bp.shards; sh++)
-        for (unsigned stg = 0; stg < bloom_stage_count(bf, sh); stg++) {
-            bloom_stage_info si;
-            if (bloom_stage_info_get(bf, sh, stg, &si) == 0)
-                fprintf(f, "crawld_bloom_fill{shard=\"%u\",stage=\"%u\"} %.6f\n", sh, stg, si.fill);
-        }
-    fprintf(f, "# TYPE crawld_frontier_urls gauge\ncrawld_frontier_urls{where=\"memory\"} %lld\n"
-               "crawld_frontier_urls{where=\"sqlite\"} %lld\n",
-            (long long)st.frontier_mem, (long long)st.queued);
-    fprintf(f, "# TYPE crawld_hosts_active gauge\ncrawld_hosts_active %lld\n",
-            (long long)st.hosts_active);
-    fprintf(f, "# TYPE crawld_in_flight gauge\ncrawld_in_flight %lld\n", (long long)st.in_flight);
-    uint64_t verdicts[SCOPE_VERDICT_COUNT];
-    scope_get_counts(c->sc, verdicts);
-    fprintf(f, "# HELP crawld_scope_rejects_total Links not followed, by reason (scope, depth, traps).\n"
-               "# TYPE crawld_scope_rejects_total counter\n");
-    for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)
-        fprintf(f, "crawld_scope_rejects_total{reason=\"%s\"} %llu\n", scope_verdict_name(v),
-                (unsigned long long)verdicts[v]);
 }
 
 /* ---- close ------------------------------------------------------------- */

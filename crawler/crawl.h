@@ -10,7 +10,7 @@
  * Threads: crawl_run() runs on the calling thread (the scheduler); the
  * fetcher threads run the hooks; the db writer thread runs insert
  * callbacks (they only push to the frontier). crawl_stop(), crawl_pause(),
- * crawl_resume(), crawl_add_seed() and crawl_status() may be called from
+ * crawl_resume(), crawl_add_seed() and crawl_status_get() may be called from
  * any thread (the control API); crawl_stop_signal() is async-signal-safe. */
 #ifndef CRAWLD_CRAWL_H
 #define CRAWLD_CRAWL_H
@@ -20,10 +20,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <jansson.h>
-
 #include "config/config.h"
+#include "crawler/web/fetch.h"
+#include "dedup/bloom.h"
 #include "dedup/seen.h"
+#include "frontier/frontier.h"
+#include "frontier/scope.h"
+#include "storage/db.h"
 
 typedef struct crawl crawl;
 
@@ -54,12 +57,21 @@ void crawl_resume(crawl *c);
  * rejected. New URLs are recorded (and queued when in scope). */
 int crawl_dedup_url(crawl *c, const char *url, size_t len);
 
+/* One Bloom stage's fill, for the per-shard/stage figures. */
+typedef struct crawl_fill {
+    unsigned shard, stage;
+    double fill;               /* set bits / bits */
+} crawl_fill;
+
+/* Every figure the status outputs print (crawler/report/status.h formats
+ * them); a plain copy, no pointers into the crawl except `fill`. */
 typedef struct crawl_status {
     double elapsed_s;
     uint64_t pages;            /* fetches finished with an HTTP answer */
     uint64_t fetch_errors;     /* fetches with no usable answer */
     uint64_t by_class[6];      /* pages by status class: [1] 1xx .. [5] 5xx */
     uint64_t status_counts[600];
+    uint64_t errors_by_kind[FETCH_ERR_COUNT]; /* fetch errors by fetch_error */
     uint64_t bytes;            /* body bytes on the wire */
     uint64_t links;            /* links extracted */
     uint64_t links_rejected;   /* refused by canonicalization */
@@ -68,6 +80,7 @@ typedef struct crawl_status {
     uint64_t redirects;
     uint64_t redirects_too_long;
     uint64_t truncated;        /* bodies cut at max_body_bytes */
+    bool archiving;            /* a WARC writer is open (archived/revisits apply) */
     uint64_t archived;         /* WARC response records */
     uint64_t revisits;         /* WARC revisit records (duplicate content) */
     int64_t frontier_mem;      /* URLs queued in memory */
@@ -79,14 +92,23 @@ typedef struct crawl_status {
     seen_counters dedup;
     double fpr_bound, fpr_predicted, bloom_fill;
     unsigned bloom_stages;
+    frontier_stats frontier;   /* the frontier's own counters */
+    bloom_stats bloom;         /* the whole filter */
+    uint64_t scope_verdicts[SCOPE_VERDICT_COUNT]; /* links per scope verdict */
+    db_stats db;               /* the writer's figures */
+    /* Per shard and stage, in shard then stage order, into the caller's
+     * buffer (crawl_status_get's fill, fill_cap): */
+    crawl_fill *fill;          /* the caller's buffer; NULL when fill_cap was 0 */
+    size_t fill_len;           /* cells written */
+    size_t fill_total;         /* cells that exist; > fill_len: the buffer was short */
 } crawl_status;
 
-void crawl_status_get(crawl *c, crawl_status *out /* OUT */);
-/* The figures as JSON (GET /v1/status, stored for `crawld stats`).
- * New reference, NULL when memory runs out. */
-json_t *crawl_status_json(crawl *c);
-/* Writes the Prometheus text exposition of the crawl's figures. */
-void crawl_metrics(crawl *c, FILE *f);
+/* Fills *out. fill (may be NULL when fill_cap is 0) receives up to fill_cap
+ * per-stage fill cells; crawl_fill_cells() is enough for all of them.
+ * Any thread. OUT: out, fill */
+void crawl_status_get(crawl *c, crawl_status *out /* OUT */, crawl_fill *fill, size_t fill_cap);
+/* An upper bound on the fill cells of crawl_status_get (shards x max stages). */
+size_t crawl_fill_cells(crawl *c);
 /* End-of-crawl summary: the crawl outcome and the dedup layers. */
 void crawl_summary(crawl *c, FILE *f);
 

@@ -38,7 +38,7 @@ typedef struct sampler sampler;
 sampler *sampler_new(db *d, const crawl_config *cfg);
 void sampler_free(sampler *s);
 
-/* Stores one sample built from status (crawl_status_json's object), the
+/* Stores one sample built from status (status_json's object), the
  * Bloom filter's per-stage fill, and the frontier's per-host figures.
  * bf and fr may be NULL (those parts are left out). 0, or a negative errno
  * from the db queue. */

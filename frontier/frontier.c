@@ -47,209 +47,18 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "frontier/fqueue.h"
+#include "frontier/hostheap.h"
+#include "frontier/idset.h"
 #include "frontier/robots.h"
 
 #define REFILL_MAX 1024   /* rows one refill brings in at most */
 #define OPS_MAX 64        /* db writes queued before next() drains them */
 #define CTYPE_TEXT 128
 #define ERR_TEXT 160
-#define CHUNK_BITS 16     /* ids per bitmap chunk: 65536 */
 
-/* ---- entries and per-host queues ---------------------------------------- */
-
-typedef struct fentry {
-    int64_t id;
-    int64_t not_before; /* retry list only */
-    char *url;
-    int32_t depth;
-    int32_t attempts;   /* attempts made so far */
-    int32_t kind;
-} fentry;
-
-static int key_cmp(int32_t d1, int64_t i1, int32_t d2, int64_t i2)
-{
-    if (d1 != d2)
-        return d1 < d2 ? -1 : 1;
-    if (i1 != i2)
-        return i1 < i2 ? -1 : 1;
-    return 0;
-}
-
-/* A deque sorted by (depth, id): v[head .. head + n). */
-typedef struct fqueue {
-    fentry *v;
-    size_t cap, head, n;
-} fqueue;
-
-static fentry *q_at(fqueue *q, size_t i) { return &q->v[q->head + i]; }
-
-static int q_insert(fqueue *q, const fentry *e)
-{
-    size_t lo = 0, hi = q->n;
-
-    while (lo < hi) { /* first position whose key is greater */
-        size_t mid = lo + (hi - lo) / 2;
-        const fentry *m = q_at(q, mid);
-        if (key_cmp(m->depth, m->id, e->depth, e->id) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (q->head + q->n == q->cap && q->head > 0 && lo == 0) {
-        q->head--; /* room at the front, inserting at the front */
-        q->v[q->head] = *e;
-        q->n++;
-        return 0;
-    }
-    if (q->head + q->n == q->cap) {
-        if (q->head > 0) { /* compact */
-            memmove(q->v, q->v + q->head, q->n * sizeof(*q->v));
-            q->head = 0;
-        } else {
-            size_t cap = q->cap ? q->cap * 2 : 8;
-            fentry *v = cr_realloc(q->v, cap * sizeof(*v));
-            if (v == NULL)
-                return -ENOMEM;
-            q->v = v;
-            q->cap = cap;
-        }
-    }
-    fentry *base = q->v + q->head;
-    memmove(base + lo + 1, base + lo, (q->n - lo) * sizeof(*base));
-    base[lo] = *e;
-    q->n++;
-    return 0;
-}
-
-/* Gives memory back once a queue has shrunk to a quarter of its array. */
-static void q_shrink(fqueue *q)
-{
-    if (q->n == 0) {
-        q->head = 0;
-        if (q->cap > 64) {
-            cr_free(q->v);
-            q->v = NULL;
-            q->cap = 0;
-        }
-        return;
-    }
-    if (q->cap > 64 && q->n * 4 <= q->cap) {
-        memmove(q->v, q->v + q->head, q->n * sizeof(*q->v));
-        q->head = 0;
-        fentry *v = cr_realloc(q->v, (q->cap / 2) * sizeof(*v));
-        if (v != NULL) {
-            q->v = v;
-            q->cap /= 2;
-        }
-    }
-}
-
-static fentry q_pop_front(fqueue *q)
-{
-    fentry e = q->v[q->head];
-    q->head++;
-    q->n--;
-    q_shrink(q);
-    return e;
-}
-
-static fentry q_pop_back(fqueue *q)
-{
-    fentry e = q->v[q->head + q->n - 1];
-    q->n--;
-    q_shrink(q);
-    return e;
-}
-
-/* ---- hosts -------------------------------------------------------------- */
-
-enum { HEAP_TIME, HEAP_READY, HEAP_SIZE, HEAP_COUNT };
-
-typedef struct fhost {
-    struct fhost *hnext;     /* hash chain */
-    char *name;
-    char *origin;            /* "scheme://authority" of a URL seen; robots.txt */
-    uint64_t seq;            /* creation order: heap tie-break */
-    size_t pos[HEAP_COUNT];  /* index + 1 in each heap; 0 = not in it */
-    int64_t sched_t;         /* TIME key */
-    int32_t rdepth;          /* READY key */
-    int64_t rid;
-
-    fqueue q;
-    fentry *retry;           /* sorted by not_before */
-    size_t nretry, capretry;
-    bool more;               /* SQLite may hold queued rows not in memory */
-    int32_t cur_depth;       /* ... and all of them lie after this key */
-    int64_t cur_id;
-    bool active;             /* counted in f->hosts_active */
-
-    int in_flight;
-    int64_t next_ok, last_start, last_ms, paused_until;
-    bool waiting;            /* a politeness wait is being counted */
-
-    robots *rules;
-    bool robots_fetching;
-    int robots_fails;
-    int64_t robots_expires, robots_retry_at;
-    long crawl_delay;
-
-    int fail_streak, fail_pauses;
-    bool given_up, capped;
-    int64_t pages, jobs, robots_ok, robots_no, waits, retries, failed;
-    int64_t answers, no_answer, http_errors, bytes, links, links_new; /* for reports */
-} fhost;
-
-/* ---- the known-id bitmap ------------------------------------------------ */
-
-typedef struct idbits {
-    uint64_t **chunk;
-    size_t n;
-} idbits;
-
-static int bit_get(const idbits *b, int64_t id)
-{
-    uint64_t c = (uint64_t)id >> CHUNK_BITS, i = (uint64_t)id & ((1u << CHUNK_BITS) - 1);
-    if (c >= b->n || b->chunk[c] == NULL)
-        return 0;
-    return (int)((b->chunk[c][i >> 6] >> (i & 63)) & 1);
-}
-
-static int bit_set(idbits *b, int64_t id)
-{
-    uint64_t c = (uint64_t)id >> CHUNK_BITS, i = (uint64_t)id & ((1u << CHUNK_BITS) - 1);
-    if (c >= b->n) {
-        size_t n = b->n ? b->n : 16;
-        while (n <= c)
-            n *= 2;
-        uint64_t **v = cr_realloc(b->chunk, n * sizeof(*v));
-        if (v == NULL)
-            return -ENOMEM;
-        memset(v + b->n, 0, (n - b->n) * sizeof(*v));
-        b->chunk = v;
-        b->n = n;
-    }
-    if (b->chunk[c] == NULL) {
-        b->chunk[c] = cr_calloc((1u << CHUNK_BITS) / 64, sizeof(uint64_t));
-        if (b->chunk[c] == NULL)
-            return -ENOMEM;
-    }
-    b->chunk[c][i >> 6] |= (uint64_t)1 << (i & 63);
-    return 0;
-}
-
-static void bit_clear(idbits *b, int64_t id)
-{
-    uint64_t c = (uint64_t)id >> CHUNK_BITS, i = (uint64_t)id & ((1u << CHUNK_BITS) - 1);
-    if (c < b->n && b->chunk[c] != NULL)
-        b->chunk[c][i >> 6] &= ~((uint64_t)1 << (i & 63));
-}
-
-static void bits_release(idbits *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        cr_free(b->chunk[i]);
-    cr_free(b->chunk);
-}
+/* Entries and per-host queues: fqueue.c; hosts and their heaps: hostheap.c;
+ * the known-id bitmap: idset.c. */
 
 /* ---- the frontier ------------------------------------------------------- */
 
@@ -265,11 +74,6 @@ typedef struct pending_op {
     char error[ERR_TEXT];
     char content_type[CTYPE_TEXT];
 } pending_op;
-
-typedef struct fheap {
-    fhost **v;
-    size_t n, cap;
-} fheap;
 
 struct frontier {
     frontier_opts o;
@@ -370,126 +174,23 @@ static void ops_drain(frontier *f)
     pthread_mutex_unlock(&f->wlock);
 }
 
-/* ---- heaps -------------------------------------------------------------- */
-
-static bool heap_less(int which, const fhost *a, const fhost *b)
-{
-    switch (which) {
-    case HEAP_TIME:
-        if (a->sched_t != b->sched_t)
-            return a->sched_t < b->sched_t;
-        break;
-    case HEAP_READY: {
-        int c = key_cmp(a->rdepth, a->rid, b->rdepth, b->rid);
-        if (c != 0)
-            return c < 0;
-        break;
-    }
-    default: /* SIZE: largest first */
-        if (a->q.n != b->q.n)
-            return a->q.n > b->q.n;
-        break;
-    }
-    return a->seq < b->seq;
-}
-
-static void heap_set(fheap *hp, int which, size_t i, fhost *h)
-{
-    hp->v[i] = h;
-    h->pos[which] = i + 1;
-}
-
-static void heap_up(fheap *hp, int which, size_t i)
-{
-    fhost *h = hp->v[i];
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!heap_less(which, h, hp->v[parent]))
-            break;
-        heap_set(hp, which, i, hp->v[parent]);
-        i = parent;
-    }
-    heap_set(hp, which, i, h);
-}
-
-static void heap_down(fheap *hp, int which, size_t i)
-{
-    fhost *h = hp->v[i];
-    for (;;) {
-        size_t l = 2 * i + 1, best = i;
-        const fhost *bh = h;
-        if (l < hp->n && heap_less(which, hp->v[l], bh)) {
-            best = l;
-            bh = hp->v[l];
-        }
-        if (l + 1 < hp->n && heap_less(which, hp->v[l + 1], bh))
-            best = l + 1;
-        if (best == i)
-            break;
-        heap_set(hp, which, i, hp->v[best]);
-        i = best;
-    }
-    heap_set(hp, which, i, h);
-}
+/* ---- heaps (hostheap.c) ------------------------------------------------ */
 
 /* Room for n hosts in every heap, so that heap_push never fails. */
 static int heaps_reserve(frontier *f, size_t n)
 {
-    for (int i = 0; i < HEAP_COUNT; i++) {
-        fheap *hp = &f->heap[i];
-        if (n <= hp->cap)
-            continue;
-        size_t cap = hp->cap ? hp->cap : 64;
-        while (cap < n)
-            cap *= 2;
-        fhost **v = cr_realloc(hp->v, cap * sizeof(*v));
-        if (v == NULL)
+    for (int i = 0; i < HEAP_COUNT; i++)
+        if (hostheap_reserve(&f->heap[i], n) < 0)
             return -ENOMEM;
-        hp->v = v;
-        hp->cap = cap;
-    }
     return 0;
 }
 
 /* A host is in a heap at most once and every heap has room for every host
  * (heaps_reserve at host creation), so this cannot fail. */
-static void heap_push(frontier *f, int which, fhost *h)
-{
-    fheap *hp = &f->heap[which];
-    if (h->pos[which] != 0)
-        return;
-    hp->v[hp->n++] = h;
-    heap_up(hp, which, hp->n - 1);
-}
-
-static void heap_remove(frontier *f, int which, fhost *h)
-{
-    fheap *hp = &f->heap[which];
-    size_t i;
-    if (h->pos[which] == 0)
-        return;
-    i = h->pos[which] - 1;
-    h->pos[which] = 0;
-    hp->n--;
-    if (i == hp->n)
-        return;
-    heap_set(hp, which, i, hp->v[hp->n]);
-    heap_up(hp, which, i);
-    heap_down(hp, which, hp->v[i]->pos[which] - 1);
-}
-
-static void heap_fix(frontier *f, int which, fhost *h)
-{
-    fheap *hp = &f->heap[which];
-    size_t i = h->pos[which] - 1;
-    heap_up(hp, which, i);
-    heap_down(hp, which, h->pos[which] - 1);
-}
-
-static fhost *heap_top(const frontier *f, int which)
-{
-    return f->heap[which].n ? f->heap[which].v[0] : NULL;
-}
+static void heap_push(frontier *f, int which, fhost *h) { hostheap_push(&f->heap[which], which, h); }
+static void heap_remove(frontier *f, int which, fhost *h) { hostheap_remove(&f->heap[which], which, h); }
+static void heap_fix(frontier *f, int which, fhost *h) { hostheap_fix(&f->heap[which], which, h); }
+static fhost *heap_top(const frontier *f, int which) { return hostheap_top(&f->heap[which]); }
 
 /* ---- host table --------------------------------------------------------- */
 

@@ -7,7 +7,11 @@
  * plain HTTP, a short body). Compressed bodies are made here with zlib and
  * with the brotli encoder (libbrotlienc.so.1, opened with dlopen because the
  * build links only the decoder). The decoder also has unit cases of its own
- * that need no network. */
+ * that need no network.
+ *
+ * Why one file of about 2,300 lines: one test binary per module (STYLE.md);
+ * its 51 cases share the test servers and the body makers (zlib, brotli,
+ * bombs) at the top. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

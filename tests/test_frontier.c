@@ -1,7 +1,11 @@
 /* tests/test_frontier: frontier/frontier over a real storage/db in a temp
  * state_dir. No network and no sleeping: time is the now_ms the test passes,
  * and a small event simulation plays the fetchers (jobs finish at start +
- * their response time, in time order). */
+ * their response time, in time order).
+ *
+ * Why one file of about 1,700 lines: one test binary per module (STYLE.md),
+ * and the cases share the env/db helpers and the event simulation at the
+ * top; frontier/fqueue, hostheap and idset are covered through it. */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>

@@ -6,7 +6,11 @@
  * digests and lengths hold, ids are unique, index lines land on member
  * starts. Crashes are made by a child process that writes and _exits
  * without closing. The last case hands the files to warcio, a parser we
- * did not write (tests/warc/check.sh), and asserts its counts. */
+ * did not write (tests/warc/check.sh), and asserts its counts.
+ *
+ * Why one file of about 1,700 lines: one test binary per module (STYLE.md);
+ * the writing and the recovery cases (warc.c, warc_recover.c) share the
+ * record reader and the crash-child helpers at the top. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -100,7 +100,7 @@ static void *signal_main(void *arg)
 static void print_status(crawl *c, FILE *f, bool tty)
 {
     crawl_status st;
-    crawl_status_get(c, &st);
+    crawl_status_get(c, &st, NULL, 0);
     uint64_t dups = st.dedup.dup_trusted + st.dedup.dup_recent + st.dedup.dup_verified;
     double dup_pct = st.dedup.keys ? 100.0 * (double)dups / (double)st.dedup.keys : 0.0;
     fprintf(f,

@@ -16,7 +16,7 @@ json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b);
 /* Prints the dedup table from summary_dedup_json's object. */
 void summary_dedup_print(FILE *f, const json_t *dedup);
 /* Prints the crawl outcome, then the dedup table, from a crawl status
- * object (crawl_status_json); missing fields print as 0. */
+ * object (status_json in status.h); missing fields print as 0. */
 void summary_crawl_print(FILE *f, const json_t *status);
 
 #endif

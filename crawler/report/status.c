@@ -1,0 +1,117 @@
+/* crawler/report/status: formats a crawl_status (see status.h). It owns the
+ * shape of GET /v1/status and of /metrics; every figure comes from the
+ * struct, so what the two print is what crawl_status_get copied at one
+ * moment. Optional parts of the JSON (archive) follow the struct's flags. */
+#include "status.h"
+
+#include "crawler/report/summary.h"
+
+json_t *status_json(const crawl_status *st)
+{
+    const frontier_stats *fs = &st->frontier;
+    json_t *by_status = json_object();
+    for (int i = 100; i < 600; i++)
+        if (st->status_counts[i]) {
+            char k[8];
+            snprintf(k, sizeof k, "%d", i);
+            json_object_set_new(by_status, k, json_integer((json_int_t)st->status_counts[i]));
+        }
+    json_t *j = json_pack(
+        "{s:f, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+        " s:o, s:b, s:b, s:b, s:I}",
+        "elapsed_s", st->elapsed_s, "pages", (json_int_t)st->pages, "fetch_errors",
+        (json_int_t)st->fetch_errors, "pages_by_status", by_status, "bytes", (json_int_t)st->bytes,
+        "links", (json_int_t)st->links, "links_rejected", (json_int_t)st->links_rejected,
+        "links_out_of_scope", (json_int_t)st->links_out_of_scope, "nofollow_skipped",
+        (json_int_t)st->nofollow_skipped, "redirects", (json_int_t)st->redirects,
+        "redirects_too_long", (json_int_t)st->redirects_too_long, "truncated",
+        (json_int_t)st->truncated,
+        "frontier", "memory", (json_int_t)st->frontier_mem, "sqlite_queued", (json_int_t)st->queued,
+        "hosts_active", (json_int_t)st->hosts_active, "in_flight", (json_int_t)st->in_flight,
+        "done", (json_int_t)fs->done, "failed", (json_int_t)fs->failed, "retries",
+        (json_int_t)fs->retries, "robots_excluded",
+        (json_int_t)(fs->robots_disallowed + fs->robots_unavailable), "politeness_waits",
+        (json_int_t)fs->politeness_waits, "hosts", (json_int_t)fs->hosts,
+        "dedup", summary_dedup_json(&st->dedup, &st->bloom),
+        "paused", st->paused, "stopping", st->stopping, "done", st->done, "recovered_in_flight",
+        (json_int_t)st->recovered_in_flight);
+    json_t *rej = json_object();
+    for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)
+        json_object_set_new(rej, scope_verdict_name(v), json_integer((json_int_t)st->scope_verdicts[v]));
+    if (j)
+        json_object_set_new(j, "scope_rejects", rej);
+    else
+        json_decref(rej);
+    const db_stats *ds = &st->db;
+    if (j)
+        json_object_set_new(j, "storage", json_pack("{s:I, s:I, s:I}", "ops", (json_int_t)ds->ops,
+                                                    "commits", (json_int_t)ds->commits,
+                                                    "failed_ops", (json_int_t)ds->failed_ops));
+    json_t *kinds = json_object();
+    for (int e = 0; e < FETCH_ERR_COUNT; e++) {
+        uint64_t n = st->errors_by_kind[e];
+        if (n)
+            json_object_set_new(kinds, fetch_error_name((fetch_error)e), json_integer((json_int_t)n));
+    }
+    if (j)
+        json_object_set_new(j, "fetch_errors_by_kind", kinds);
+    else
+        json_decref(kinds);
+    if (j && st->archiving)
+        json_object_set_new(j, "archive", json_pack("{s:I, s:I}", "responses",
+                                                    (json_int_t)st->archived, "revisits",
+                                                    (json_int_t)st->revisits));
+    return j;
+}
+
+void status_metrics(FILE *f, const crawl_status *st)
+{
+    fprintf(f, "# HELP crawld_pages_total Fetches that got an HTTP answer.\n"
+               "# TYPE crawld_pages_total counter\n");
+    for (int i = 100; i < 600; i++)
+        if (st->status_counts[i])
+            fprintf(f, "crawld_pages_total{status=\"%d\"} %llu\n", i,
+                    (unsigned long long)st->status_counts[i]);
+    fprintf(f, "# TYPE crawld_fetch_errors_total counter\ncrawld_fetch_errors_total %llu\n",
+            (unsigned long long)st->fetch_errors);
+    fprintf(f, "# TYPE crawld_bytes_total counter\ncrawld_bytes_total %llu\n",
+            (unsigned long long)st->bytes);
+    fprintf(f, "# TYPE crawld_links_total counter\ncrawld_links_total %llu\n",
+            (unsigned long long)st->links);
+    fprintf(f, "# HELP crawld_dedup_decisions_total URLs decided by the seen test, by layer.\n"
+               "# TYPE crawld_dedup_decisions_total counter\n");
+    fprintf(f, "crawld_dedup_decisions_total{result=\"new\",layer=\"bloom_no\"} %llu\n",
+            (unsigned long long)st->dedup.new_bloom);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"new\",layer=\"sqlite\"} %llu\n",
+            (unsigned long long)st->dedup.new_verified);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"bloom_trusted\"} %llu\n",
+            (unsigned long long)st->dedup.dup_trusted);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"recent_cache\"} %llu\n",
+            (unsigned long long)st->dedup.dup_recent);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"sqlite\"} %llu\n",
+            (unsigned long long)st->dedup.dup_verified);
+    fprintf(f, "# TYPE crawld_false_positives_caught_total counter\n"
+               "crawld_false_positives_caught_total %llu\n",
+            (unsigned long long)st->dedup.new_verified);
+    fprintf(f, "# TYPE crawld_fpr_observed gauge\ncrawld_fpr_observed %.9g\n",
+            seen_observed_fpr(&st->dedup));
+    fprintf(f, "# TYPE crawld_fpr_bound gauge\ncrawld_fpr_bound %.9g\n", st->fpr_bound);
+    fprintf(f, "# TYPE crawld_fpr_predicted gauge\ncrawld_fpr_predicted %.9g\n", st->fpr_predicted);
+    fprintf(f, "# HELP crawld_bloom_fill Set bits / bits, per shard and stage.\n"
+               "# TYPE crawld_bloom_fill gauge\n");
+    for (size_t i = 0; i < st->fill_len; i++)
+        fprintf(f, "crawld_bloom_fill{shard=\"%u\",stage=\"%u\"} %.6f\n", st->fill[i].shard,
+                st->fill[i].stage, st->fill[i].fill);
+    fprintf(f, "# TYPE crawld_frontier_urls gauge\ncrawld_frontier_urls{where=\"memory\"} %lld\n"
+               "crawld_frontier_urls{where=\"sqlite\"} %lld\n",
+            (long long)st->frontier_mem, (long long)st->queued);
+    fprintf(f, "# TYPE crawld_hosts_active gauge\ncrawld_hosts_active %lld\n",
+            (long long)st->hosts_active);
+    fprintf(f, "# TYPE crawld_in_flight gauge\ncrawld_in_flight %lld\n", (long long)st->in_flight);
+    fprintf(f, "# HELP crawld_scope_rejects_total Links not followed, by reason (scope, depth, traps).\n"
+               "# TYPE crawld_scope_rejects_total counter\n");
+    for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)
+        fprintf(f, "crawld_scope_rejects_total{reason=\"%s\"} %llu\n", scope_verdict_name(v),
+                (unsigned long long)st->scope_verdicts[v]);
+}

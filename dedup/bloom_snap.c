@@ -1,0 +1,533 @@
+/* dedup/bloom_snap: Bloom filter snapshots, bloom_save and bloom_load (API
+ * in bloom.h; the structs it reads and fills are in bloom_int.h).
+ *
+ * Snapshot format (little-endian): header (magic, version, total size,
+ * high-water mark, parameters), then per shard the stage count and per
+ * stage its geometry, count and bit words, then XXH3-64 of everything
+ * before it. bloom_load checks magic, version and size, then the checksum
+ * over the whole file, then every field, before it allocates anything that
+ * a field's value sizes. */
+#include "dedup/bloom.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/err.h"
+#include "dedup/bloom_int.h"
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+static const char snap_magic[8] = { 'C', 'R', 'W', 'L', 'B', 'L', 'M', '\n' };
+#define SNAP_VERSION 1
+#define SNAP_HEADER 96  /* bytes */
+#define SNAP_SHARD 8    /* u32 nstages, u32 zero */
+#define SNAP_STAGE 40   /* u64 capacity, count, nblocks; f64 error; u32 k, lines */
+#define SNAP_TRAILER 8  /* u64 checksum */
+#define IOBUF (1u << 20)
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t dbits(double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, sizeof v);
+    return v;
+}
+
+static double bitsd(uint64_t v)
+{
+    double d;
+    memcpy(&d, &v, sizeof d);
+    return d;
+}
+
+struct writer {
+    int fd;
+    hash_stream *hs;
+    uint8_t *buf;
+    size_t len;
+    int err; /* first errno */
+};
+
+static void wr_flush(struct writer *w)
+{
+    size_t off = 0;
+    while (w->err == 0 && off < w->len) {
+        ssize_t r = write(w->fd, w->buf + off, w->len - off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            w->err = r < 0 ? errno : EIO;
+        else
+            off += (size_t)r;
+    }
+    w->len = 0;
+}
+
+/* Space for n (<= IOBUF) bytes that are checksummed and written. */
+static uint8_t *wr_reserve(struct writer *w, size_t n)
+{
+    if (w->len + n > IOBUF) {
+        hash_stream_update(w->hs, w->buf, w->len);
+        wr_flush(w);
+    }
+    uint8_t *p = w->buf + w->len;
+    w->len += n;
+    return p;
+}
+
+static void wr_u64(struct writer *w, uint64_t v) { put64(wr_reserve(w, 8), v); }
+static void wr_u32(struct writer *w, uint32_t v) { put32(wr_reserve(w, 4), v); }
+
+static void encode_header(uint8_t *h, const bloom *bf, uint64_t total, uint64_t hwm)
+{
+    const bloom_params *p = &bf->params;
+    memset(h, 0, SNAP_HEADER);
+    memcpy(h, snap_magic, 8);
+    put32(h + 8, SNAP_VERSION);
+    put32(h + 12, SNAP_HEADER);
+    put64(h + 16, total);
+    put64(h + 24, hwm);
+    put64(h + 32, p->expected_items);
+    put64(h + 40, dbits(p->fp_rate));
+    put64(h + 48, dbits(p->growth));
+    put64(h + 56, dbits(p->tightening));
+    put32(h + 64, p->shards);
+    put32(h + 68, p->max_stages);
+    put32(h + 72, p->block_lines);
+    put32(h + 76, LINE_BITS);
+    put64(h + 80, bf->cap0);
+    put64(h + 88, dbits(bf->p0));
+}
+
+/* The directory part of path ("." if none) into dir. */
+static int dir_of(const char *path, char *dir, size_t dirlen)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash == NULL ? 0 : (size_t)(slash - path);
+    if (slash == path)
+        n = 1; /* "/file" */
+    if (n == 0) {
+        dir[0] = '.';
+        dir[1] = '\0';
+        return 0;
+    }
+    if (n >= dirlen)
+        return -ENAMETOOLONG;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    return 0;
+}
+
+static int write_snapshot(bloom *bf, int fd, uint64_t hwm, char *err, size_t errlen)
+{
+    struct writer w = { fd, NULL, NULL, 0, 0 };
+    int rc = 0;
+    w.hs = hash_stream_new();
+    w.buf = cr_malloc(IOBUF);
+    if (w.hs == NULL || w.buf == NULL) {
+        cr_errf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto out;
+    }
+    uint64_t total = SNAP_HEADER + SNAP_TRAILER;
+    for (unsigned s = 0; s < bf->params.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+        total += SNAP_SHARD;
+        for (unsigned i = 0; i < n; i++)
+            total += SNAP_STAGE + sh->stages[i]->nblocks * 64u * sh->stages[i]->lines;
+    }
+    encode_header(wr_reserve(&w, SNAP_HEADER), bf, total, hwm);
+    for (unsigned s = 0; s < bf->params.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+        wr_u32(&w, n);
+        wr_u32(&w, 0);
+        for (unsigned i = 0; i < n; i++) {
+            struct stage *st = sh->stages[i];
+            wr_u64(&w, st->capacity);
+            wr_u64(&w, stage_count(st));
+            wr_u64(&w, st->nblocks);
+            wr_u64(&w, dbits(st->error));
+            wr_u32(&w, st->k);
+            wr_u32(&w, st->lines);
+            uint64_t nw = st->nblocks * st->block_words;
+            for (uint64_t j = 0; j < nw; j++)
+                wr_u64(&w, atomic_load_explicit(&st->words[j], memory_order_relaxed));
+        }
+    }
+    hash_stream_update(w.hs, w.buf, w.len);
+    wr_flush(&w);
+    put64(w.buf, hash_stream_digest(w.hs)); /* the trailer is not checksummed */
+    w.len = SNAP_TRAILER;
+    wr_flush(&w);
+    if (w.err == 0 && fsync(fd) != 0)
+        w.err = errno;
+    if (w.err != 0) {
+        cr_errf(err, errlen, "cannot write snapshot: %s", strerror(w.err));
+        rc = -w.err;
+    }
+out:
+    cr_free(w.buf);
+    hash_stream_free(w.hs);
+    return rc;
+}
+
+int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err, size_t errlen)
+{
+    char tmp[4096], dir[4096];
+    int rc = 0, locked = 0, dfd = -1;
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+    if (n < 0 || (size_t)n >= sizeof tmp || dir_of(path, dir, sizeof dir) != 0) {
+        cr_errf(err, errlen, "snapshot path too long");
+        return -ENAMETOOLONG;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        rc = -errno;
+        cr_errf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        return rc;
+    }
+    for (; locked < (int)bf->params.shards; locked++) /* no stage is appended meanwhile */
+        pthread_mutex_lock(&bf->shards[locked].lock);
+    rc = write_snapshot(bf, fd, high_water_mark, err, errlen);
+    while (locked-- > 0)
+        pthread_mutex_unlock(&bf->shards[locked].lock);
+    if (close(fd) != 0 && rc == 0) {
+        rc = -errno;
+        cr_errf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -errno;
+        cr_errf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    }
+    if (rc != 0) {
+        unlink(tmp);
+        goto out;
+    }
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* make the rename durable */
+    if (dfd < 0 || fsync(dfd) != 0) {
+        rc = -errno;
+        cr_errf(err, errlen, "cannot sync folder %s: %s", dir, strerror(errno));
+    }
+out:
+    if (dfd >= 0)
+        close(dfd);
+    return rc;
+}
+
+struct reader {
+    int fd;
+    hash_stream *hs; /* NULL: do not checksum */
+    uint8_t *buf;
+    size_t len, pos;
+    uint64_t left; /* bytes of the file not yet read into buf */
+};
+
+/* Reads exactly n bytes; 0, -EBADMSG at end of file, -EIO on a read error. */
+static int rd_bytes(struct reader *r, void *dst, size_t n)
+{
+    uint8_t *d = dst;
+    while (n > 0) {
+        if (r->pos == r->len) {
+            size_t want = r->left < IOBUF ? (size_t)r->left : IOBUF;
+            if (want == 0)
+                return -EBADMSG;
+            ssize_t got = read(r->fd, r->buf, want);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got < 0)
+                return -EIO;
+            if (got == 0)
+                return -EBADMSG;
+            r->len = (size_t)got;
+            r->pos = 0;
+            r->left -= (uint64_t)got;
+            if (r->hs != NULL)
+                hash_stream_update(r->hs, r->buf, r->len);
+        }
+        size_t take = r->len - r->pos < n ? r->len - r->pos : n;
+        memcpy(d, r->buf + r->pos, take);
+        r->pos += take;
+        d += take;
+        n -= take;
+    }
+    return 0;
+}
+
+/* Pass 1: XXH3-64 of everything before the trailer equals the trailer. */
+static int verify_checksum(int fd, uint64_t size, uint8_t *buf, char *err, size_t errlen)
+{
+    hash_stream *hs = hash_stream_new();
+    if (hs == NULL) {
+        cr_errf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    struct reader r = { fd, hs, buf, 0, 0, size - SNAP_TRAILER };
+    uint8_t chunk[4096];
+    uint64_t body = size - SNAP_TRAILER;
+    int rc = 0;
+    while (body > 0 && rc == 0) {
+        size_t n = body < sizeof chunk ? (size_t)body : sizeof chunk;
+        rc = rd_bytes(&r, chunk, n);
+        body -= n;
+    }
+    uint64_t want = hash_stream_digest(hs);
+    hash_stream_free(hs);
+    uint8_t t[SNAP_TRAILER];
+    r.hs = NULL;
+    r.left = SNAP_TRAILER;
+    if (rc == 0)
+        rc = rd_bytes(&r, t, sizeof t);
+    if (rc != 0) {
+        cr_errf(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
+        return rc;
+    }
+    if (get64(t) != want) {
+        cr_errf(err, errlen, "checksum mismatch: the file is corrupt");
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+/* Pass 2: every field, then the bits. */
+static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint64_t *hwm,
+                          char *err, size_t errlen)
+{
+    struct reader r = { fd, NULL, buf, 0, 0, size - SNAP_TRAILER };
+    uint64_t left = size - SNAP_TRAILER - SNAP_HEADER; /* bytes after the header */
+    uint8_t h[SNAP_HEADER];
+    bloom *bf = NULL;
+    int rc = rd_bytes(&r, h, sizeof h);
+    if (rc != 0)
+        goto io;
+    bloom_params p;
+    p.expected_items = get64(h + 32);
+    p.fp_rate = bitsd(get64(h + 40));
+    p.growth = bitsd(get64(h + 48));
+    p.tightening = bitsd(get64(h + 56));
+    p.shards = get32(h + 64);
+    p.max_stages = get32(h + 68);
+    p.block_lines = get32(h + 72);
+    char why[128];
+    if (bloom_params_check(&p, why, sizeof why) != 0 || get32(h + 76) != LINE_BITS) {
+        cr_errf(err, errlen, "bad parameters in snapshot: %s",
+               get32(h + 76) != LINE_BITS ? "line size" : why);
+        return -EBADMSG;
+    }
+    rc = bloom_alloc(&p, &bf);
+    if (rc != 0)
+        goto nomem;
+    bf->cap0 = get64(h + 80);
+    bf->p0 = bitsd(get64(h + 88));
+    if (bf->cap0 < 1 || bf->cap0 > MAX_CAPACITY || !(bf->p0 > 0.0 && bf->p0 <= p.fp_rate)) {
+        cr_errf(err, errlen, "bad first-stage sizing in snapshot");
+        rc = -EBADMSG;
+        goto out;
+    }
+    for (unsigned s = 0; s < p.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        uint8_t sb[SNAP_SHARD];
+        if (left < SNAP_SHARD)
+            goto short_;
+        rc = rd_bytes(&r, sb, sizeof sb);
+        if (rc != 0)
+            goto io;
+        left -= SNAP_SHARD;
+        unsigned n = get32(sb);
+        if (n < 1 || n > p.max_stages || get32(sb + 4) != 0) {
+            cr_errf(err, errlen, "shard %u: bad stage count %u", s, n);
+            rc = -EBADMSG;
+            goto out;
+        }
+        for (unsigned i = 0; i < n; i++) {
+            uint8_t g[SNAP_STAGE];
+            if (left < SNAP_STAGE)
+                goto short_;
+            rc = rd_bytes(&r, g, sizeof g);
+            if (rc != 0)
+                goto io;
+            left -= SNAP_STAGE;
+            uint64_t cap = get64(g), count = get64(g + 8), nb = get64(g + 16);
+            double e = bitsd(get64(g + 24));
+            unsigned k = get32(g + 32), lines = get32(g + 36);
+            if (cap < 1 || cap > MAX_CAPACITY || count > MAX_CAPACITY * 2 || !(e > 0.0 && e < 1.0) ||
+                k < 1 || k > MAX_K || lines < 1 || lines > 2 || nb < 1 ||
+                nb > left / (64u * lines)) {
+                cr_errf(err, errlen, "shard %u stage %u: bad geometry", s, i);
+                rc = -EBADMSG;
+                goto out;
+            }
+            if (s == 0 && i == 0) /* as bloom_new would decide */
+                bf->arena_on = nb * 64u * lines * p.shards >= HUGE_PAGE;
+            struct stage *st = stage_alloc(bf, i, nb, k, lines, cap, e);
+            if (st == NULL)
+                goto nomem;
+            sh->stages[i] = st;
+            atomic_store_explicit(&sh->nstages, i + 1, memory_order_relaxed);
+            uint64_t nw = nb * st->block_words, setb = 0;
+            for (uint64_t j = 0; j < nw; j++) {
+                uint8_t wb[8];
+                rc = rd_bytes(&r, wb, 8);
+                if (rc != 0)
+                    goto io;
+                uint64_t v = get64(wb);
+                setb += (uint64_t)__builtin_popcountll(v);
+                atomic_store_explicit(&st->words[j], v, memory_order_relaxed);
+            }
+            left -= nw * 8;
+            atomic_store_explicit(&st->slots[0].count, count, memory_order_relaxed);
+            atomic_store_explicit(&st->slots[0].set_bits, setb, memory_order_relaxed);
+        }
+    }
+    if (left != 0) {
+        cr_errf(err, errlen, "%llu unexplained bytes before the checksum", (unsigned long long)left);
+        rc = -EBADMSG;
+        goto out;
+    }
+    *hwm = get64(h + 24);
+    *out = bf;
+    return 0;
+short_:
+    cr_errf(err, errlen, "stage records run past the end of the file");
+    rc = -EBADMSG;
+    goto out;
+io:
+    cr_errf(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
+    goto out;
+nomem:
+    cr_errf(err, errlen, "out of memory");
+    rc = -ENOMEM;
+out:
+    bloom_free(bf);
+    return rc;
+}
+
+int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, char *err, size_t errlen)
+{
+    uint8_t *buf = NULL;
+    int rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+        cr_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return rc;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        rc = -errno;
+        cr_errf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        cr_errf(err, errlen, "%s is a directory, not a snapshot", path);
+        rc = -EISDIR;
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        cr_errf(err, errlen, "%s is not a regular file", path);
+        rc = -EINVAL;
+        goto out;
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    if (size == 0) {
+        cr_errf(err, errlen, "%s is empty", path);
+        rc = -EBADMSG;
+        goto out;
+    }
+    buf = cr_malloc(IOBUF);
+    if (buf == NULL) {
+        cr_errf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto out;
+    }
+    uint8_t h[16];
+    size_t hn = size < sizeof h ? (size_t)size : sizeof h;
+    struct reader r = { fd, NULL, buf, 0, 0, hn };
+    rc = rd_bytes(&r, h, hn);
+    if (rc != 0) {
+        cr_errf(err, errlen, "cannot read %s", path);
+        goto out;
+    }
+    if (memcmp(h, snap_magic, hn < 8 ? hn : 8) != 0) {
+        cr_errf(err, errlen, "%s is not a crawld Bloom snapshot (bad magic)", path);
+        rc = -EINVAL;
+        goto out;
+    }
+    if (size < SNAP_HEADER + SNAP_TRAILER) {
+        cr_errf(err, errlen, "%s is truncated (%llu bytes, shorter than a header)", path,
+               (unsigned long long)size);
+        rc = -EBADMSG;
+        goto out;
+    }
+    if (get32(h + 8) != SNAP_VERSION || get32(h + 12) != SNAP_HEADER) {
+        cr_errf(err, errlen, "%s: unsupported snapshot version %u (this build reads %d)", path,
+               get32(h + 8), SNAP_VERSION);
+        rc = -ENOTSUP;
+        goto out;
+    }
+    uint8_t tb[8];
+    r.left = 8;
+    rc = rd_bytes(&r, tb, 8);
+    if (rc == 0 && get64(tb) != size) {
+        cr_errf(err, errlen, "%s is truncated or padded: %llu bytes, the header says %llu", path,
+               (unsigned long long)size, (unsigned long long)get64(tb));
+        rc = -EBADMSG;
+        goto out;
+    }
+    if (rc == 0 && lseek(fd, 0, SEEK_SET) != 0)
+        rc = -EIO;
+    if (rc != 0) {
+        cr_errf(err, errlen, "cannot read %s", path);
+        goto out;
+    }
+    char why[200];
+    rc = verify_checksum(fd, size, buf, why, sizeof why);
+    if (rc == 0 && lseek(fd, 0, SEEK_SET) != 0) {
+        snprintf(why, sizeof why, "cannot seek");
+        rc = -EIO;
+    }
+    if (rc == 0)
+        rc = parse_snapshot(fd, size, buf, out, high_water_mark, why, sizeof why);
+    if (rc != 0)
+        cr_errf(err, errlen, "%s: %s", path, why);
+out:
+    cr_free(buf);
+    close(fd);
+    return rc;
+}
