@@ -246,7 +246,7 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
     control *ctl = cls;
     request *rq = *con_cls;
     if (rq && rq->shutdown)
-        crawl_stop(ctl->c);
+        crawl_stop_by(ctl->c, "the control API");
     if (rq) {
         cr_buf_release(&rq->body);
         cr_free(rq);

@@ -53,10 +53,12 @@
 #define SNAPSHOT_NAME "bloom.snap"
 #define ROBOTS_MAX_HOPS 5
 #define POOL_PER_THREAD 256
-#define HOPS_SLOTS 65536 /* redirect hop counts remembered for queued targets */
 #define GRACE_MS 10000
 
 typedef struct fjob fjob;
+
+/* How a crawl ended (guarded by lock). */
+enum crawl_end { END_RUNNING, END_DRAINED, END_MAX_PAGES, END_STOPPED, END_STORAGE };
 
 /* One fetcher thread's own things. A thread runs many transfers at once,
  * so each HTML page gets a parser from the pool for its lifetime; the
@@ -69,11 +71,6 @@ typedef struct tctx {
     int npool;
     fjob *current;
 } tctx;
-
-typedef struct hop_slot {
-    _Atomic uint64_t key; /* fingerprint low half of the target URL */
-    _Atomic int hops;
-} hop_slot;
 
 struct crawl {
     const crawl_config *cfg;
@@ -90,7 +87,6 @@ struct crawl {
     pthread_mutex_t api_lock;
     tctx *threads;
     unsigned nthreads;
-    hop_slot *hops;
     char snap_path[4096];
     char archive_dir[4096];
     int64_t started_ms;
@@ -98,8 +94,12 @@ struct crawl {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     int stop_level;             /* 0 run, 1 graceful, 2 abort */
-    volatile sig_atomic_t signal_stop;
-    int signals_seen;
+    int end;                    /* enum crawl_end */
+    bool finished;              /* crawl_finish ran (closing thread only) */
+    int finish_rc;
+    char stopped_by[64];        /* who asked for the stop */
+    bool stall_logged;          /* the scheduler's view of the store (scheduler only) */
+    int64_t stall_logged_ms, stall_start_ms, stalls_seen;
     bool done;
     int64_t recovered;
 
@@ -166,23 +166,6 @@ static void nudge(crawl *c)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* ---- redirect hop counts ------------------------------------------------ */
-
-static void hops_put(crawl *c, const char *url, size_t len, int hops)
-{
-    hash_fp fp = hash_fingerprint(url, len);
-    hop_slot *s = &c->hops[fp.lo % HOPS_SLOTS];
-    atomic_store(&s->hops, hops);
-    atomic_store(&s->key, fp.hi | 1);
-}
-
-static int hops_get(crawl *c, const char *url, size_t len)
-{
-    hash_fp fp = hash_fingerprint(url, len);
-    hop_slot *s = &c->hops[fp.lo % HOPS_SLOTS];
-    return atomic_load(&s->key) == (fp.hi | 1) ? atomic_load(&s->hops) : 0;
-}
-
 /* ---- discovered URLs: scope, seen test, SQLite, frontier ---------------- */
 
 typedef struct pending {
@@ -212,14 +195,12 @@ static void on_inserted(void *ud, const db_result *r)
 
 /* A canonical URL found at depth through a link of kind: 1 new and queued,
  * 0 duplicate (or no host), DISCOVER_OUT_OF_SCOPE, < 0 storage error. */
-static int discover(crawl *c, const char *url, size_t len, int depth, int kind, bool scoped)
+static int discover(crawl *c, const char *url, size_t len, int depth, int kind, int hops)
 {
-    if (scoped) {
-        scope_verdict v = scope_check(c->sc, url, len, depth, kind);
-        if (v != SCOPE_ALLOWED) {
-            bump(&c->links_out_of_scope);
-            return DISCOVER_OUT_OF_SCOPE;
-        }
+    scope_verdict v = scope_check(c->sc, url, len, depth, kind);
+    if (v != SCOPE_ALLOWED) {
+        bump(&c->links_out_of_scope);
+        return DISCOVER_OUT_OF_SCOPE;
     }
     size_t off, hl;
     if (url_host(url, len, &off, &hl) < 0)
@@ -231,7 +212,7 @@ static int discover(crawl *c, const char *url, size_t len, int depth, int kind, 
     p->depth = depth;
     p->kind = kind;
     verifier_row row = { .u = { .host = url + off, .host_len = hl, .depth = depth, .kind = kind,
-                                .state = DB_STATE_QUEUED },
+                                .state = DB_STATE_QUEUED, .hops = hops },
                          .on_new = on_inserted, .ud = p };
     int r = seen_test(c->s, url, len, true, &row);
     if (r < 0 || r != SEEN_NEW_BLOOM)
@@ -328,7 +309,7 @@ static void on_link(void *ud, const links_link *l)
         int kind = l->cls == LINKS_REQUISITE && scope_in_scope(c->sc, j->url, j->url_len)
                        ? DB_KIND_REQUISITE
                        : DB_KIND_NAVIGATION;
-        int r = discover(c, t->out.data, t->out.len, j->fj.depth + 1, kind, true);
+        int r = discover(c, t->out.data, t->out.len, j->fj.depth + 1, kind, 0);
         if (r == 0 || r == 1) {
             j->links_tested++;
             j->links_new += r;
@@ -508,8 +489,7 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
             if (t && url_canon_resolve(t->uc, j->url, strlen(j->url), j->location,
                                        strlen(j->location), &out, &why) == 0) {
                 int kind = j->fj.kind == DB_KIND_REQUISITE ? DB_KIND_REQUISITE : DB_KIND_REDIRECT;
-                hops_put(c, out.data, out.len, j->hops + 1);
-                discover(c, out.data, out.len, j->fj.depth + 1, kind, true);
+                discover(c, out.data, out.len, j->fj.depth + 1, kind, j->hops + 1);
             } else {
                 bump(&c->links_rejected);
             }
@@ -533,6 +513,11 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
 static int dispatch(crawl *c, int64_t *wake)
 {
     frontier_job fj;
+    if (db_is_stalled(c->d)) {
+        /* no fetch whose outcome cannot be recorded: wait for the store */
+        *wake = mono_ms() + 100;
+        return FRONTIER_WAIT;
+    }
     int r = frontier_next(c->fr, mono_ms(), &fj, wake);
     if (r != FRONTIER_JOB)
         return r;
@@ -545,7 +530,9 @@ static int dispatch(crawl *c, int64_t *wake)
     j->fj = fj;
     j->url = cr_strdup(fj.url);
     j->url_len = j->url ? strlen(j->url) : 0;
-    j->hops = fj.kind == DB_KIND_REDIRECT ? hops_get(c, fj.url, strlen(fj.url)) : 0;
+    /* a redirect target's hops are stored with its row, so max_redirects
+     * holds across a restart */
+    j->hops = fj.kind == DB_KIND_REDIRECT ? verifier_row_hops(c->ver, fj.id) : 0;
     cr_buf_init(&j->body, 0);
     cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
     cr_buf_init(&j->headers, 0);
@@ -565,7 +552,7 @@ static void hook_room(void *ctx, unsigned free_slots)
 {
     crawl *c = ctx;
     pthread_mutex_lock(&c->lock);
-    bool stop = c->stop_level > 0 || c->signal_stop;
+    bool stop = c->stop_level > 0;
     pthread_mutex_unlock(&c->lock);
     if (stop) {
         nudge(c);
@@ -584,42 +571,20 @@ static void hook_room(void *ctx, unsigned free_slots)
 
 static int open_seen(crawl *c, char *err, size_t errlen)
 {
-    bloom *bf = NULL;
-    uint64_t mark = 0;
-    char msg[512];
     snprintf(c->snap_path, sizeof c->snap_path, "%s/%s", c->cfg->storage.state_dir, SNAPSHOT_NAME);
-    int rc = bloom_load(c->snap_path, &bf, &mark, msg, sizeof msg);
-    if (rc < 0 && rc != -ENOENT && c->log)
-        fprintf(c->log, "crawld: Bloom snapshot refused (%s); rebuilding from the database\n", msg);
-    if (bf == NULL) {
-        bloom_params bp;
-        wire_bloom_params(c->cfg, &bp);
-        mark = 0;
-        if (bloom_new(&bp, &bf) < 0) {
-            snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
-            return -1;
-        }
-    }
     c->ver = verifier_new(c->d);
-    seen_verifier v = verifier_iface(c->ver);
+    if (c->ver == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    bloom_params bp;
+    wire_bloom_params(c->cfg, &bp);
     int verify = c->cfg->dedup.verify == VERIFY_NEVER    ? SEEN_VERIFY_NEVER
                  : c->cfg->dedup.verify == VERIFY_ALWAYS ? SEEN_VERIFY_ALWAYS
                                                          : SEEN_VERIFY_IN_SCOPE;
     seen_opts so = { verify, (size_t)c->cfg->dedup.recent_cache };
-    c->s = c->ver ? seen_new(bf, &so, &v) : NULL;
-    if (c->s == NULL) {
-        bloom_free(bf);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int64_t n = verifier_catch_up(c->s, c->d, mark, err, errlen);
-    if (n < 0)
-        return -1;
-    if (n > 0 && c->log)
-        fprintf(c->log, "crawld: %lld URLs from the database added to the Bloom filter (after "
-                        "snapshot mark %llu)\n",
-                (long long)n, (unsigned long long)mark);
-    return 0;
+    c->s = verifier_open_seen(c->ver, c->d, c->snap_path, &bp, &so, c->log, "crawld", err, errlen);
+    return c->s ? 0 : -1;
 }
 
 crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
@@ -638,6 +603,10 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     char msg[512];
     db_opts dbo;
     wire_db_opts(cfg, &dbo);
+    warc_opts wo;
+    wire_warc_opts(cfg, c->archive_dir, sizeof c->archive_dir, &wo);
+    if (verifier_check_state(cfg->storage.state_dir, SNAPSHOT_NAME, c->archive_dir, err, errlen) < 0)
+        goto fail;
     c->d = db_open(cfg->storage.state_dir, &dbo, err, errlen);
     if (c->d == NULL)
         goto fail;
@@ -674,9 +643,8 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     wire_links_opts(cfg, &c->lopts);
     c->nthreads = (unsigned)cfg->fetch.threads;
     c->threads = cr_calloc(c->nthreads, sizeof *c->threads);
-    c->hops = cr_calloc(HOPS_SLOTS, sizeof *c->hops);
     c->uc = url_canon_new(&up);
-    if (c->threads == NULL || c->hops == NULL || c->uc == NULL) {
+    if (c->threads == NULL || c->uc == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -690,8 +658,6 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
         }
     }
     if (cfg->archive.warc) {
-        warc_opts wo;
-        wire_warc_opts(cfg, c->archive_dir, sizeof c->archive_dir, &wo);
         /* the warcinfo record's summary of how this crawl was configured */
         cr_buf info;
         cr_buf_init(&info, 16384);
@@ -738,7 +704,7 @@ int crawl_add_seed(crawl *c, const char *url, size_t len, char *why, size_t whyl
         return -EINVAL;
     }
     scope_add_seed(c->sc, out.data, out.len);
-    rc = discover(c, out.data, out.len, 0, DB_KIND_SEED, true);
+    rc = discover(c, out.data, out.len, 0, DB_KIND_SEED, 0);
     if (rc < 0)
         snprintf(why, whylen, "the database failed");
     cr_buf_release(&out);
@@ -772,9 +738,15 @@ int crawl_dedup_url(crawl *c, const char *url, size_t len)
 
 /* ---- the scheduler ------------------------------------------------------ */
 
-void crawl_stop(crawl *c)
+void crawl_stop(crawl *c) { crawl_stop_by(c, "request"); }
+
+void crawl_stop_by(crawl *c, const char *who)
 {
     pthread_mutex_lock(&c->lock);
+    if (c->end == END_RUNNING) {
+        c->end = END_STOPPED;
+        snprintf(c->stopped_by, sizeof c->stopped_by, "%s", who);
+    }
     if (c->stop_level < 2)
         c->stop_level++;
     int level = c->stop_level;
@@ -784,7 +756,6 @@ void crawl_stop(crawl *c)
         fetcher_abort(c->f); /* cuts the grace of a fetcher_stop already waiting */
 }
 
-void crawl_stop_signal(crawl *c) { c->signal_stop = 1; }
 
 void crawl_pause(crawl *c)
 {
@@ -825,10 +796,60 @@ static void wait_until(crawl *c, int64_t wake_ms, uint_fast64_t nudged)
     }
     pthread_mutex_lock(&c->lock);
     atomic_store(&c->sleeping, true);
-    if (c->stop_level == 0 && !c->signal_stop && atomic_load(&c->nudges) == nudged)
+    if (c->stop_level == 0 && atomic_load(&c->nudges) == nudged)
         pthread_cond_timedwait(&c->wake, &c->lock, &ts);
     atomic_store(&c->sleeping, false);
     pthread_mutex_unlock(&c->lock);
+}
+
+static void set_end(crawl *c, int end)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->end == END_RUNNING)
+        c->end = end;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* The scheduler's watch on the store: says on the log when a stall starts
+ * (and every 10 s while it lasts) and when it ends. Returns the store's
+ * error once the writer has given up, else 0. While stalled, dispatch
+ * hands out nothing (see dispatch), so no page is fetched whose outcome
+ * cannot be recorded. */
+static int watch_storage(crawl *c)
+{
+    if (!db_is_stalled(c->d) && !c->stall_logged)
+        return 0;
+    db_stats ds;
+    char msg[512];
+    int64_t now = mono_ms();
+    db_get_stats(c->d, &ds);
+    db_last_error(c->d, msg, sizeof msg);
+    if (ds.failed != 0) {
+        if (c->log)
+            fprintf(c->log, "crawld: storage failed: %s\n", msg);
+        set_end(c, END_STORAGE);
+        return ds.failed;
+    }
+    if (ds.stalled) {
+        if (!c->stall_logged) {
+            c->stall_start_ms = now;
+            c->stall_logged_ms = now - 10000;
+        }
+        if (now - c->stall_logged_ms >= 10000 && c->log)
+            fprintf(c->log, "crawld: storage: %s; retrying in %.1f s; %lld operations held;"
+                            " fetching paused (%s)\n",
+                    db_error_reason(ds.stall_code), (double)ds.retry_in_ms / 1000.0,
+                    (long long)ds.held, msg);
+        if (now - c->stall_logged_ms >= 10000)
+            c->stall_logged_ms = now;
+        c->stall_logged = true;
+    } else if (c->stall_logged) {
+        if (c->log)
+            fprintf(c->log, "crawld: storage: writes succeed again after %.1f s; fetching resumed\n",
+                    (double)(now - c->stall_start_ms) / 1000.0);
+        c->stall_logged = false;
+    }
+    return 0;
 }
 
 int crawl_run(crawl *c)
@@ -838,21 +859,23 @@ int crawl_run(crawl *c)
     uint64_t drained_mark = 0; /* jobs submitted when drained was last seen */
     int64_t next_stats = mono_ms();
     for (;;) {
-        if (c->signal_stop) {
-            c->signal_stop = 0;
-            crawl_stop(c);
-        }
         pthread_mutex_lock(&c->lock);
         int stop = c->stop_level;
         pthread_mutex_unlock(&c->lock);
         if (stop)
             break;
+        if (watch_storage(c) < 0) {
+            crawl_stop_by(c, "storage failure");
+            crawl_stop_by(c, "storage failure"); /* abort: no outcome can be stored */
+            return -EIO;
+        }
         int64_t now = mono_ms();
-        if (now >= next_stats) {
+        bool stalled = db_is_stalled(c->d); /* then nothing may wait on the writer */
+        if (now >= next_stats && !stalled) {
             persist_stats(c);
             next_stats = now + 2000;
         }
-        if (c->cfg->dedup.snapshot_interval_s > 0 && now >= next_snap) {
+        if (c->cfg->dedup.snapshot_interval_s > 0 && now >= next_snap && !stalled) {
             snapshot(c);
             next_snap = now + c->cfg->dedup.snapshot_interval_s * 1000;
         }
@@ -889,10 +912,14 @@ int crawl_run(crawl *c)
                 char msg[256];
                 db_last_error(c->d, msg, sizeof msg);
                 if (c->log)
-                    fprintf(c->log, "crawld: the database failed: %s\n", msg);
+                    fprintf(c->log, "crawld: storage failed: %s\n", msg);
+                set_end(c, END_STORAGE);
                 return -EIO;
             }
             if (++drained_checks >= 2 && !c->cfg->crawl.daemon) {
+                frontier_stats fs;
+                frontier_get_stats(c->fr, &fs);
+                set_end(c, fs.limit_reached ? END_MAX_PAGES : END_DRAINED);
                 c->done = true;
                 break;
             }
@@ -941,6 +968,31 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     st->paused = st->frontier.paused;
     db_get_stats(c->d, &st->db);
     st->queued = st->db.rows[DB_STATE_QUEUED];
+    if (st->db.stalled || st->db.failed)
+        db_last_error(c->d, st->storage_error, sizeof st->storage_error);
+    long long left = (long long)(st->db.rows[DB_STATE_QUEUED] + st->db.rows[DB_STATE_IN_FLIGHT]);
+    pthread_mutex_lock(&c->lock);
+    switch (c->end) {
+    case END_DRAINED:
+        snprintf(st->end, sizeof st->end, "frontier drained");
+        break;
+    case END_MAX_PAGES:
+        snprintf(st->end, sizeof st->end, "stopped at max_pages (%lld) with %lld queued",
+                 (long long)c->cfg->crawl.max_pages, left);
+        break;
+    case END_STOPPED:
+        snprintf(st->end, sizeof st->end, "stopped by %s with %lld queued", c->stopped_by, left);
+        break;
+    case END_STORAGE: {
+        char msg[200];
+        db_last_error(c->d, msg, sizeof msg);
+        snprintf(st->end, sizeof st->end, "storage failed: %s", msg);
+        break;
+    }
+    default:
+        st->end[0] = '\0';
+    }
+    pthread_mutex_unlock(&c->lock);
     st->recovered_in_flight = c->recovered;
     pthread_mutex_lock(&c->lock);
     st->stopping = c->stop_level > 0;
@@ -1003,18 +1055,63 @@ void crawl_summary(crawl *c, FILE *f)
 
 /* ---- close ------------------------------------------------------------- */
 
-int crawl_close(crawl *c)
+int crawl_finish(crawl *c)
 {
-    if (c == NULL)
-        return 0;
+    if (c == NULL || c->finished)
+        return c ? c->finish_rc : 0;
+    c->finished = true;
     int rc = 0;
+    if (c->d && db_is_stalled(c->d)) {
+        /* a stop cannot wait for the store: what the writer holds is
+         * redone by the next run (nothing after it was committed) */
+        if (c->log)
+            fprintf(c->log, "crawld: stopping while the store fails: giving up the operations it"
+                            " holds; the pages they belong to will be fetched again\n");
+        db_give_up(c->d);
+        set_end(c, END_STORAGE);
+    }
     if (c->f) {
         pthread_mutex_lock(&c->lock);
         long grace = c->stop_level >= 2 ? 0 : GRACE_MS;
         pthread_mutex_unlock(&c->lock);
         fetcher_stop(c->f, grace);
-        fetcher_free(c->f);
     }
+    if (c->d && c->s && c->fr) {
+        db_stats ds;
+        db_get_stats(c->d, &ds);
+        if (ds.failed == 0) {
+            persist_stats(c);
+            snapshot(c);
+        }
+        if (db_flush(c->d) < 0) {
+            set_end(c, END_STORAGE);
+            rc = -EIO;
+        }
+        db_get_stats(c->d, &ds);
+        pthread_mutex_lock(&c->lock);
+        int end = c->end;
+        pthread_mutex_unlock(&c->lock);
+        long long left = (long long)(ds.rows[DB_STATE_QUEUED] + ds.rows[DB_STATE_IN_FLIGHT]);
+        if (end == END_DRAINED && left > 0) {
+            /* the promise: never a clean exit with known URLs left undone */
+            if (c->log)
+                fprintf(c->log, "crawld: the frontier said drained, yet %lld URLs are still queued"
+                                " in %s: exiting with an error (run again to fetch them)\n",
+                        left, db_path(c->d));
+            rc = -EIO;
+        }
+    }
+    c->finish_rc = rc;
+    return rc;
+}
+
+int crawl_close(crawl *c)
+{
+    if (c == NULL)
+        return 0;
+    int rc = crawl_finish(c);
+    if (c->f)
+        fetcher_free(c->f);
     for (unsigned i = 0; c->threads && i < c->nthreads; i++) {
         url_canon_free(c->threads[i].uc);
         cr_buf_release(&c->threads[i].base);
@@ -1023,10 +1120,6 @@ int crawl_close(crawl *c)
             links_free(c->threads[i].pool[k]);
     }
     cr_free(c->threads);
-    if (c->d && c->s && c->fr) {
-        persist_stats(c);
-        snapshot(c);
-    }
     sampler_free(c->smp);
     frontier_free(c->fr);
     if (c->w && warc_close(c->w) < 0)
@@ -1037,7 +1130,6 @@ int crawl_close(crawl *c)
     if (c->d && db_close(c->d) < 0)
         rc = -EIO;
     url_canon_free(c->uc);
-    cr_free(c->hops);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->api_lock);

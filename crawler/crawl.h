@@ -11,7 +11,7 @@
  * fetcher threads run the hooks; the db writer thread runs insert
  * callbacks (they only push to the frontier). crawl_stop(), crawl_pause(),
  * crawl_resume(), crawl_add_seed() and crawl_status_get() may be called from
- * any thread (the control API); crawl_stop_signal() is async-signal-safe. */
+ * any thread (the control API). */
 #ifndef CRAWLD_CRAWL_H
 #define CRAWLD_CRAWL_H
 
@@ -46,8 +46,9 @@ int crawl_run(crawl *c);
 /* First call: stop handing out URLs and let in-flight fetches finish within
  * the grace period. Second call: abort them at once. */
 void crawl_stop(crawl *c);
-/* The same from a signal handler: sets a flag the loop reads. */
-void crawl_stop_signal(crawl *c);
+/* crawl_stop, naming who asked ("signal (SIGTERM)", "the control API"):
+ * the end of the crawl says "stopped by WHO with N queued". */
+void crawl_stop_by(crawl *c, const char *who);
 void crawl_pause(crawl *c);
 void crawl_resume(crawl *c);
 
@@ -96,6 +97,10 @@ typedef struct crawl_status {
     bloom_stats bloom;         /* the whole filter */
     uint64_t scope_verdicts[SCOPE_VERDICT_COUNT]; /* links per scope verdict */
     db_stats db;               /* the writer's figures */
+    char storage_error[512];   /* the store's last error, while stalled or failed */
+    char end[256];             /* how the crawl ended: "frontier drained", "stopped at
+                                  max_pages with N queued", "stopped by signal with N
+                                  queued", "storage failed: ..."; "" while running */
     /* Per shard and stage, in shard then stage order, into the caller's
      * buffer (crawl_status_get's fill, fill_cap): */
     crawl_fill *fill;          /* the caller's buffer; NULL when fill_cap was 0 */
@@ -112,7 +117,15 @@ size_t crawl_fill_cells(crawl *c);
 /* End-of-crawl summary: the crawl outcome and the dedup layers. */
 void crawl_summary(crawl *c, FILE *f);
 
-/* Flushes the writer, snapshots the Bloom filter, closes everything.
+/* Ends the crawl: stops the fetchers (after the grace period, or at once
+ * after a second stop), stores the figures, snapshots the Bloom filter and
+ * flushes the writer; the figures are final afterwards (crawl_summary).
+ * During a storage stall it gives up what the writer holds (the next run
+ * redoes it). 0, or < 0 when the store failed or, after "frontier drained",
+ * URLs are still queued. Called by crawl_close when not called before. */
+int crawl_finish(crawl *c);
+
+/* crawl_finish if needed, then closes everything.
  * Returns 0 or the first error. */
 int crawl_close(crawl *c);
 

@@ -5,8 +5,12 @@
 
 #include <pthread.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/alloc.h"
 
@@ -117,9 +121,22 @@ seen_verifier verifier_iface(verifier *v)
     return s;
 }
 
+/* d's crawl id as the snapshot's owner bytes. OUT: owner */
+static void owner_of(db *d, uint8_t owner[BLOOM_OWNER_BYTES])
+{
+    const char *id = db_crawl_id(d);
+    memset(owner, 0, BLOOM_OWNER_BYTES);
+    for (size_t i = 0; i < BLOOM_OWNER_BYTES && id[2 * i] && id[2 * i + 1]; i++) {
+        unsigned v = 0;
+        sscanf(id + 2 * i, "%2x", &v);
+        owner[i] = (uint8_t)v;
+    }
+}
+
 int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen)
 {
     int64_t mark = 0;
+    uint8_t owner[BLOOM_OWNER_BYTES];
     /* Every row up to the mark is committed and acknowledged, so its bits
      * are in the filter; bits of rows after it may be too (catch-up adds
      * them again). The filter holds committed rows only (dedup/seen.h). */
@@ -128,7 +145,8 @@ int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen
         db_last_error(d, err, errlen);
         return rc;
     }
-    return bloom_save(seen_bloom(s), path, (uint64_t)mark, err, errlen);
+    owner_of(d, owner);
+    return bloom_save(seen_bloom(s), path, (uint64_t)mark, owner, err, errlen);
 }
 
 static int add_known(void *ud, int64_t id, const char *url, size_t len)
@@ -138,7 +156,7 @@ static int add_known(void *ud, int64_t id, const char *url, size_t len)
     return 0;
 }
 
-int64_t verifier_catch_up(seen *s, db *d, uint64_t mark, char *err, size_t errlen)
+static int64_t catch_up(seen *s, db *d, uint64_t mark, char *err, size_t errlen)
 {
     db_reader *rd = db_reader_open(d, err, errlen);
     if (rd == NULL)
@@ -148,4 +166,142 @@ int64_t verifier_catch_up(seen *s, db *d, uint64_t mark, char *err, size_t errle
     if (n < 0)
         snprintf(err, errlen, "cannot read the rows of %s", db_path(d));
     return n;
+}
+
+/* 1 if path is a non-empty regular file. */
+static int nonempty_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
+}
+
+/* The first WARC file in dir into name, or 0 if there is none. */
+static int find_warc(const char *dir, char *name, size_t len)
+{
+    DIR *dh = dir ? opendir(dir) : NULL;
+    struct dirent *e;
+    int found = 0;
+    if (dh == NULL)
+        return 0;
+    while (!found && (e = readdir(dh)) != NULL) {
+        const char *n = e->d_name;
+        if (strstr(n, ".warc") != NULL) {
+            snprintf(name, len, "%s", n);
+            found = 1;
+        }
+    }
+    closedir(dh);
+    return found;
+}
+
+int verifier_check_state(const char *state_dir, const char *snap_name, const char *warc_dir,
+                         char *err, size_t errlen)
+{
+    char db_file[4096], snap[4096], warc[256];
+    snprintf(db_file, sizeof db_file, "%s/crawld.db", state_dir);
+    if (nonempty_file(db_file))
+        return 0;
+    snprintf(snap, sizeof snap, "%s/%s", state_dir, snap_name);
+    if (nonempty_file(snap)) {
+        snprintf(err, errlen,
+                 "state_dir %s holds a Bloom snapshot but no database: %s is %s. Starting afresh"
+                 " would forget the crawl; restore crawld.db, or move %s away to start a new crawl",
+                 state_dir, db_file, access(db_file, F_OK) == 0 ? "empty" : "missing", snap);
+        return -EEXIST;
+    }
+    if (find_warc(warc_dir, warc, sizeof warc)) {
+        snprintf(err, errlen,
+                 "state_dir %s holds WARC files (%s/%s) but no database: %s is %s. Starting"
+                 " afresh would fetch and archive everything again; restore crawld.db, or choose"
+                 " another state_dir",
+                 state_dir, warc_dir, warc, db_file, access(db_file, F_OK) == 0 ? "empty" : "missing");
+        return -EEXIST;
+    }
+    return 0;
+}
+
+/* The snapshot at path if it belongs to d: *mark set. NULL (with a line on
+ * log saying why, unless there is no snapshot) when it does not. */
+static bloom *load_owned(db *d, const char *path, uint64_t *mark, FILE *log, const char *who)
+{
+    bloom *bf = NULL;
+    uint8_t owner[BLOOM_OWNER_BYTES], want[BLOOM_OWNER_BYTES];
+    char msg[512];
+    int64_t top = 0;
+    int rc = bloom_load(path, &bf, mark, owner, msg, sizeof msg);
+    if (rc == -ENOENT)
+        return NULL;
+    if (rc < 0) {
+        if (log)
+            fprintf(log, "%s: Bloom snapshot refused (%s); rebuilding it from the database\n", who,
+                    msg);
+        return NULL;
+    }
+    owner_of(d, want);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    rc = rd ? db_reader_max_id(rd, &top) : -EIO;
+    db_reader_free(rd);
+    if (memcmp(owner, want, sizeof want) != 0) {
+        if (log)
+            fprintf(log, "%s: Bloom snapshot refused (%s belongs to another crawl than %s, whose"
+                         " crawl id is %s); rebuilding it from the database\n",
+                    who, path, db_path(d), db_crawl_id(d));
+    } else if (rc < 0 || *mark > (uint64_t)top) {
+        if (log)
+            fprintf(log, "%s: Bloom snapshot refused (%s covers rows up to %llu but %s holds %lld:"
+                         " it is newer than the database); rebuilding it from the database\n",
+                    who, path, (unsigned long long)*mark, db_path(d), (long long)top);
+    } else {
+        return bf;
+    }
+    bloom_free(bf);
+    return NULL;
+}
+
+seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_params *bp,
+                         const seen_opts *so, FILE *log, const char *who, char *err,
+                         size_t errlen)
+{
+    uint64_t mark = 0;
+    bloom *bf = d && snap_path ? load_owned(d, snap_path, &mark, log, who) : NULL;
+    if (bf == NULL) {
+        mark = 0;
+        if (bloom_new(bp, &bf) < 0) {
+            snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
+            return NULL;
+        }
+    }
+    seen_verifier iface;
+    if (v)
+        iface = verifier_iface(v);
+    seen *s = seen_new(bf, so, v ? &iface : NULL);
+    if (s == NULL) {
+        bloom_free(bf);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (d == NULL)
+        return s;
+    int64_t n = catch_up(s, d, mark, err, errlen);
+    if (n < 0) {
+        seen_free(s);
+        return NULL;
+    }
+    if (n > 0 && log)
+        fprintf(log, "%s: %lld URLs from the database added to the Bloom filter (after snapshot"
+                     " mark %llu)\n",
+                who, (long long)n, (unsigned long long)mark);
+    return s;
+}
+
+int verifier_row_hops(verifier *v, int64_t id)
+{
+    int hops = 0;
+    db_reader *rd = take_reader(v);
+    if (rd == NULL)
+        return 0;
+    if (db_reader_row(rd, id, NULL, NULL, &hops) < 0)
+        hops = 0;
+    give_reader(v, rd);
+    return hops;
 }

@@ -9,6 +9,9 @@
 #ifndef CRAWLD_VERIFIER_H
 #define CRAWLD_VERIFIER_H
 
+#include <stdio.h>
+
+#include "dedup/bloom.h"
 #include "dedup/seen.h"
 #include "storage/db.h"
 
@@ -29,12 +32,33 @@ void verifier_free(verifier *v);
 /* The seen_verifier interface over v. */
 seen_verifier verifier_iface(verifier *v);
 
-/* Restart support, the same for `crawld run` and `crawld dedup`:
- * verifier_snapshot flushes the writer and saves s's Bloom filter to path
- * with the highest committed row id as its mark (every row up to it was
- * added to the filter before it was queued); verifier_catch_up adds the
- * rows after a loaded snapshot's mark. 0 / rows added, or < 0 with err. */
+/* Restart support, the same for `crawld run` and `crawld dedup`.
+ *
+ * verifier_check_state: call before db_open. Refuses (-EEXIST, with a
+ * message) a state folder whose database is missing or empty while a Bloom
+ * snapshot (snap_name) or WARC files (in warc_dir, may be NULL) show that a
+ * crawl lived there: starting afresh would refetch and re-archive it all.
+ *
+ * verifier_open_seen: the seen test over a Bloom filter that mirrors d. The
+ * snapshot at snap_path (may be NULL) is used only if it belongs to d (its
+ * owner id is d's crawl id) and its mark is not above d's highest row;
+ * otherwise it is refused with a message on log and the filter is rebuilt
+ * from d (a new filter from bp, then every row). Then the rows after the
+ * mark are added (catch-up). d may be NULL (no store: v must be NULL too).
+ * log (may be NULL) gets one line per event, prefixed with who. NULL with
+ * err set when memory runs out or the database cannot be read.
+ *
+ * verifier_snapshot: saves s's filter to path with the mark of a flush
+ * (every row up to it committed and in the filter) and d's crawl id.
+ * 0 or < 0 with err. */
+int verifier_check_state(const char *state_dir, const char *snap_name, const char *warc_dir,
+                         char *err, size_t errlen);
+seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_params *bp,
+                         const seen_opts *so, FILE *log, const char *who, char *err,
+                         size_t errlen);
 int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen);
-int64_t verifier_catch_up(seen *s, db *d, uint64_t mark, char *err, size_t errlen);
+
+/* The redirect hops stored with row id (0 when unknown). */
+int verifier_row_hops(verifier *v, int64_t id);
 
 #endif

@@ -114,18 +114,25 @@ int bloom_stage_info_get(const bloom *bf, unsigned shard, unsigned stage,
  * bits, k bits per item, on average load items per block (Poisson). */
 double bloom_model_fpr(double load, unsigned k, unsigned lines);
 
-/* Writes the whole filter and the caller's high-water mark to path,
- * atomically (temp file in the same folder, fsync, rename, fsync folder).
- * 0, or a negative errno with a message in err. */
-int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err, size_t errlen);
+/* Bytes of a snapshot's owner id: who the snapshot belongs to (crawld
+ * stores the crawl id of the database the filter mirrors). */
+#define BLOOM_OWNER_BYTES 16
+
+/* Writes the whole filter, the caller's high-water mark and owner id
+ * (BLOOM_OWNER_BYTES bytes; NULL writes zeros) to path, atomically (temp
+ * file in the same folder, fsync, rename, fsync folder). 0, or a negative
+ * errno with a message in err. */
+int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, const uint8_t *owner,
+               char *err, size_t errlen);
 
 /* Reads a snapshot written by bloom_save, checking magic, version, every
  * size and the checksum before the filter is handed out. On success returns
- * 0, sets *out (caller owns it) and *high_water_mark. Otherwise *out is
- * untouched and err says why: -ENOENT/-EACCES/-EISDIR/-EIO (cannot read),
- * -EINVAL (not a snapshot), -ENOTSUP (other version), -EBADMSG (truncated,
- * corrupt or inconsistent), -ENOMEM. */
-int bloom_load(const char *path, bloom **out /* OUT */, uint64_t *high_water_mark /* OUT */,
+ * 0, sets *out (caller owns it), *high_water_mark and owner (may be NULL;
+ * BLOOM_OWNER_BYTES bytes). Otherwise *out is untouched and err says why:
+ * -ENOENT/-EACCES/-EISDIR/-EIO (cannot read), -EINVAL (not a snapshot),
+ * -ENOTSUP (other version), -EBADMSG (truncated, corrupt or inconsistent),
+ * -ENOMEM. OUT: out, high_water_mark, owner */
+int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, uint8_t *owner,
                char *err, size_t errlen);
 
 #endif

@@ -26,8 +26,8 @@
 /* ---- snapshots ---------------------------------------------------------- */
 
 static const char snap_magic[8] = { 'C', 'R', 'W', 'L', 'B', 'L', 'M', '\n' };
-#define SNAP_VERSION 1
-#define SNAP_HEADER 96  /* bytes */
+#define SNAP_VERSION 2 /* 2: the owner id (the crawl the snapshot belongs to) */
+#define SNAP_HEADER 112 /* bytes */
 #define SNAP_SHARD 8    /* u32 nstages, u32 zero */
 #define SNAP_STAGE 40   /* u64 capacity, count, nblocks; f64 error; u32 k, lines */
 #define SNAP_TRAILER 8  /* u64 checksum */
@@ -113,7 +113,8 @@ static uint8_t *wr_reserve(struct writer *w, size_t n)
 static void wr_u64(struct writer *w, uint64_t v) { put64(wr_reserve(w, 8), v); }
 static void wr_u32(struct writer *w, uint32_t v) { put32(wr_reserve(w, 4), v); }
 
-static void encode_header(uint8_t *h, const bloom *bf, uint64_t total, uint64_t hwm)
+static void encode_header(uint8_t *h, const bloom *bf, uint64_t total, uint64_t hwm,
+                          const uint8_t *owner)
 {
     const bloom_params *p = &bf->params;
     memset(h, 0, SNAP_HEADER);
@@ -132,6 +133,8 @@ static void encode_header(uint8_t *h, const bloom *bf, uint64_t total, uint64_t 
     put32(h + 76, LINE_BITS);
     put64(h + 80, bf->cap0);
     put64(h + 88, dbits(bf->p0));
+    if (owner != NULL)
+        memcpy(h + 96, owner, BLOOM_OWNER_BYTES);
 }
 
 /* The directory part of path ("." if none) into dir. */
@@ -153,7 +156,8 @@ static int dir_of(const char *path, char *dir, size_t dirlen)
     return 0;
 }
 
-static int write_snapshot(bloom *bf, int fd, uint64_t hwm, char *err, size_t errlen)
+static int write_snapshot(bloom *bf, int fd, uint64_t hwm, const uint8_t *owner, char *err,
+                          size_t errlen)
 {
     struct writer w = { fd, NULL, NULL, 0, 0 };
     int rc = 0;
@@ -172,7 +176,7 @@ static int write_snapshot(bloom *bf, int fd, uint64_t hwm, char *err, size_t err
         for (unsigned i = 0; i < n; i++)
             total += SNAP_STAGE + sh->stages[i]->nblocks * 64u * sh->stages[i]->lines;
     }
-    encode_header(wr_reserve(&w, SNAP_HEADER), bf, total, hwm);
+    encode_header(wr_reserve(&w, SNAP_HEADER), bf, total, hwm, owner);
     for (unsigned s = 0; s < bf->params.shards; s++) {
         struct shard *sh = &bf->shards[s];
         unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
@@ -208,7 +212,8 @@ out:
     return rc;
 }
 
-int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err, size_t errlen)
+int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, const uint8_t *owner,
+               char *err, size_t errlen)
 {
     char tmp[4096], dir[4096];
     int rc = 0, locked = 0, dfd = -1;
@@ -225,7 +230,7 @@ int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, char *err,
     }
     for (; locked < (int)bf->params.shards; locked++) /* no stage is appended meanwhile */
         pthread_mutex_lock(&bf->shards[locked].lock);
-    rc = write_snapshot(bf, fd, high_water_mark, err, errlen);
+    rc = write_snapshot(bf, fd, high_water_mark, owner, err, errlen);
     while (locked-- > 0)
         pthread_mutex_unlock(&bf->shards[locked].lock);
     if (close(fd) != 0 && rc == 0) {
@@ -327,6 +332,7 @@ static int verify_checksum(int fd, uint64_t size, uint8_t *buf, char *err, size_
 
 /* Pass 2: every field, then the bits. */
 static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint64_t *hwm,
+                          uint8_t *owner,
                           char *err, size_t errlen)
 {
     struct reader r = { fd, NULL, buf, 0, 0, size - SNAP_TRAILER };
@@ -421,6 +427,8 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
         goto out;
     }
     *hwm = get64(h + 24);
+    if (owner != NULL)
+        memcpy(owner, h + 96, BLOOM_OWNER_BYTES);
     *out = bf;
     return 0;
 short_:
@@ -438,7 +446,8 @@ out:
     return rc;
 }
 
-int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, char *err, size_t errlen)
+int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, uint8_t *owner, char *err,
+               size_t errlen)
 {
     uint8_t *buf = NULL;
     int rc;
@@ -523,7 +532,7 @@ int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, char *e
         rc = -EIO;
     }
     if (rc == 0)
-        rc = parse_snapshot(fd, size, buf, out, high_water_mark, why, sizeof why);
+        rc = parse_snapshot(fd, size, buf, out, high_water_mark, owner, why, sizeof why);
     if (rc != 0)
         cr_errf(err, errlen, "%s: %s", path, why);
 out:

@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +111,7 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_INSERT] = "INSERT OR IGNORE INTO urls(url, host, depth, parent, kind,"
-                  " state, discovered_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                  " state, discovered_at, hops) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_FIND] = "SELECT id FROM urls WHERE url = ?1",
     [ST_GETSTATE] = "SELECT state FROM urls WHERE id = ?1",
     [ST_OUTCOME] = "UPDATE urls SET state = ?2, http_status = ?3, bytes = ?4,"
@@ -149,6 +150,7 @@ struct op {
     int state;
     int http_status;
     int attempts;
+    int hops;
     db_done_fn cb;
     void *ud;
     struct waiter *w;   /* a waiting caller, or NULL */
@@ -161,6 +163,7 @@ struct db {
     char *path;
     int lock_fd;
     int64_t recovered;
+    char crawl_id[DB_CRAWL_ID_LEN + 1];
     int batch_size;
     int gather_ms;
     int max_stall_ms;   /* 0: retry a failing store forever */
@@ -198,6 +201,8 @@ struct db {
     int64_t held;             /* ops in the held batch */
     int64_t n_stalls, stall_ms_total;
     int failed;               /* the writer gave up: every op fails with this */
+    atomic_int pausing;       /* stalled or failed: read without mu (db_is_stalled) */
+    int abandon;              /* db_give_up: end the stall now */
 #ifdef CRAWLD_FAULT_HOOKS
     struct fault { int64_t at, times; int code; } faults[64];
     int nfaults;
@@ -207,7 +212,7 @@ struct db {
 
 enum {
     RST_EXISTS, RST_MAXID, RST_SCAN, RST_Q_SAME, RST_Q_DEEPER, RST_QH_SAME,
-    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_COUNT
+    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_ROW, RST_COUNT
 };
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts"
@@ -228,6 +233,7 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_HOST1] = "SELECT host, state, count(*) FROM urls WHERE " INDEXED
                   " AND host = ?1 GROUP BY host, state",
     [RST_META] = "SELECT value FROM meta WHERE key = ?1",
+    [RST_ROW] = "SELECT state, attempts, hops FROM urls WHERE id = ?1",
 };
 
 struct db_reader {
@@ -629,6 +635,55 @@ static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
     return exec(d->conn, figures_sql, d->path, "creating the figures tables", err, errlen);
 }
 
+/* 32 hex digits from the kernel's random source. */
+static int random_id(char out[DB_CRAWL_ID_LEN + 1])
+{
+    unsigned char b[DB_CRAWL_ID_LEN / 2];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, b, sizeof b) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    if (n != (ssize_t)sizeof b)
+        return -EIO;
+    for (size_t i = 0; i < sizeof b; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    return 0;
+}
+
+/* The state folder's identity: meta.crawl_id, made once (at creation, or
+ * the first time a file from before crawl ids is opened) and never changed.
+ * A Bloom snapshot records it, so a snapshot from another state is known. */
+static int load_crawl_id(db *d, char *err, size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    char sql[160];
+    int rc = sqlite3_prepare_v2(d->conn, "SELECT value FROM meta WHERE key = 'crawl_id'", -1, &s,
+                                NULL);
+
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_text(s, 0);
+        if (v != NULL && strlen((const char *)v) == DB_CRAWL_ID_LEN) {
+            memcpy(d->crawl_id, v, DB_CRAWL_ID_LEN + 1);
+            sqlite3_finalize(s);
+            return 0;
+        }
+        rc = SQLITE_DONE;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) {
+        sql_msg(err, errlen, d->path, "reading the crawl id", d->conn, rc);
+        return sql_errno(rc);
+    }
+    if (random_id(d->crawl_id) < 0) {
+        cr_errf(err, errlen, "%s: cannot read /dev/urandom for a crawl id", d->path);
+        return -EIO;
+    }
+    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES('crawl_id', '%s')",
+             d->crawl_id);
+    return exec(d->conn, sql, d->path, "writing the crawl id", err, errlen);
+}
+
 /* Resets rows left in flight by a crash and loads the per-state counts. */
 static int recover(db *d, char *err, size_t errlen)
 {
@@ -715,6 +770,8 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
 #ifdef CRAWLD_FAULT_HOOKS
     faults_parse(d);
 #endif
+    if (load_crawl_id(d, err, errlen) < 0)
+        goto fail;
     if (recover(d, err, errlen) < 0)
         goto fail;
     for (int i = 0; i < ST_COUNT; i++) {
@@ -766,6 +823,21 @@ int db_close(db *d)
 
 int64_t db_recovered_in_flight(const db *d) { return d->recovered; }
 
+const char *db_crawl_id(const db *d) { return d->crawl_id; }
+
+int db_is_stalled(db *d) { return atomic_load_explicit(&d->pausing, memory_order_relaxed); }
+
+void db_give_up(db *d)
+{
+    pthread_mutex_lock(&d->mu);
+    if (d->stalled) {
+        d->abandon = 1;
+        pthread_cond_broadcast(&d->retry_cv);
+        pthread_cond_broadcast(&d->notfull);
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
 const char *db_path(const db *d) { return d->path; }
 
 /* ---- the queue (producers) ---- */
@@ -778,10 +850,12 @@ static int on_writer(db *d)
 /* Copies *o into the ring (mu held), waiting while it is full. */
 static int enqueue_locked(db *d, const struct op *o)
 {
-    while (d->count == d->cap && !d->closing && d->failed == 0)
+    while (d->count == d->cap && !d->closing && d->failed == 0 && !d->abandon)
         pthread_cond_wait(&d->notfull, &d->mu);
     if (d->failed != 0)
         return d->failed;
+    if (d->abandon)
+        return d->stall_code ? d->stall_code : -ECANCELED;
     if (d->closing)
         return -ESHUTDOWN;
     d->ring[(d->head + d->count) % d->cap] = *o;
@@ -840,6 +914,7 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     char *m;
 
     if (u == NULL || u->url == NULL || u->host == NULL || u->depth < 0 || u->parent < 0
+        || u->hops < 0
         || u->kind < 0 || u->kind >= DB_KIND_COUNT || u->state < 0
         || u->state >= DB_STATE_COUNT)
         return -EINVAL;
@@ -856,6 +931,7 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     o->kind = u->kind;
     o->state = u->state;
     o->discovered_at = u->discovered_at ? u->discovered_at : cr_wall_ms();
+    o->hops = u->hops;
     o->url_len = ul;
     o->host_len = hl;
     if (!copy) {
@@ -1068,6 +1144,8 @@ int db_last_error(db *d, char *buf, size_t len)
     code = d->last_code;
     cr_errf(buf, len, "%s", d->errmsg);
     pthread_mutex_unlock(&d->mu);
+    if (code == 0)
+        atomic_store(&d->pausing, 0);
     return code;
 }
 
@@ -1152,6 +1230,7 @@ static int apply_insert(db *d, struct op *o)
     sqlite3_bind_int(s, 5, o->kind);
     sqlite3_bind_int(s, 6, o->state);
     sqlite3_bind_int64(s, 7, o->discovered_at);
+    sqlite3_bind_int(s, 8, o->hops);
     rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
@@ -1378,6 +1457,7 @@ static int stall(db *d, struct op *batch, size_t n, int code, char *text, size_t
     int64_t start = cr_mono_ms(), wait = 100;
     int last_try = 0;
 
+    atomic_store(&d->pausing, 1);
     pthread_mutex_lock(&d->mu);
     d->stalled = 1;
     d->stall_code = code;
@@ -1387,17 +1467,24 @@ static int stall(db *d, struct op *batch, size_t n, int code, char *text, size_t
     pthread_mutex_unlock(&d->mu);
     note_stall(d, code, text);
     for (;;) {
-        if (!transient(code) || last_try
+        pthread_mutex_lock(&d->mu);
+        int abandon = d->abandon;
+        pthread_mutex_unlock(&d->mu);
+        if (!transient(code) || last_try || abandon
             || (d->max_stall_ms > 0 && cr_mono_ms() - start >= d->max_stall_ms))
             break;
         struct timespec until;
         cr_deadline(wait, &until);
         pthread_mutex_lock(&d->mu);
         d->retry_at_ms = cr_mono_ms() + wait;
-        while (!d->closing && cr_mono_ms() < d->retry_at_ms)
+        while (!d->closing && !d->abandon && cr_mono_ms() < d->retry_at_ms)
             if (pthread_cond_timedwait(&d->retry_cv, &d->mu, &until) == ETIMEDOUT)
                 break;
         last_try = d->closing;
+        if (d->abandon) {
+            pthread_mutex_unlock(&d->mu);
+            break;
+        }
         pthread_mutex_unlock(&d->mu);
         wait = wait * 2 > 2000 ? 2000 : wait * 2;
         code = apply_batch(d, batch, n, text, textlen);
@@ -1661,6 +1748,27 @@ int db_reader_get_meta(db_reader *rd, const char *key, char *buf, size_t len)
     }
     sqlite3_reset(s);
     return rc;
+}
+
+int db_reader_row(db_reader *rd, int64_t id, int *state, int *attempts, int *hops)
+{
+    sqlite3_stmt *s = rd->st[RST_ROW];
+    int rc;
+
+    sqlite3_bind_int64(s, 1, id);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        if (state != NULL)
+            *state = sqlite3_column_int(s, 0);
+        if (attempts != NULL)
+            *attempts = sqlite3_column_int(s, 1);
+        if (hops != NULL)
+            *hops = sqlite3_column_int(s, 2);
+    }
+    sqlite3_reset(s);
+    if (rc == SQLITE_ROW)
+        return 0;
+    return rc == SQLITE_DONE ? -ENOENT : sql_errno(rc);
 }
 
 int db_reader_max_id(db_reader *rd, int64_t *id)

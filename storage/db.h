@@ -100,6 +100,7 @@ typedef struct db_url {
     const char *host;      /* its host, NOT NULL ("" allowed) */
     size_t host_len;       /* 0 = strlen(host) */
     int depth;             /* >= 0 */
+    int hops;              /* redirects that led here (a redirect target), >= 0 */
     int64_t parent;        /* id of the page it came from; 0 = none */
     int kind;              /* enum db_kind */
     int state;             /* initial state, usually DB_STATE_QUEUED */
@@ -141,6 +142,22 @@ int db_close(db *d);
 
 /* How many rows db_open() found in flight (left by a crash) and reset. */
 int64_t db_recovered_in_flight(const db *d);
+
+/* The state folder's identity: DB_CRAWL_ID_LEN hex digits, random, made
+ * when the database is created and never changed. Valid until db_close(). */
+#define DB_CRAWL_ID_LEN 32
+const char *db_crawl_id(const db *d);
+
+/* 1 while the writer is stalled (retrying a refused batch) or has given
+ * up: callers that would add work (a fetch whose outcome must be stored)
+ * should wait. Lock-free, cheap enough to ask per dispatch. */
+int db_is_stalled(db *d);
+
+/* During a stall: give up now (as if max_stall_ms had passed): the held
+ * batch and every later operation fail, producers blocked on the full
+ * queue return. For a shutdown that cannot wait for the store. No effect
+ * when not stalled. */
+void db_give_up(db *d);
 
 /* Path of the database file; valid until db_close(). */
 const char *db_path(const db *d);
@@ -234,6 +251,10 @@ int db_reader_exists(db_reader *rd, const char *url, size_t url_len, int64_t *id
 /* The meta value of key into buf (NUL-terminated, truncated to len).
  * 0, -ENOENT when there is none, < 0 error. OUT: buf */
 int db_reader_get_meta(db_reader *rd, const char *key, char *buf, size_t len);
+
+/* Row id's state, attempts and redirect hops (each may be NULL). 0,
+ * -ENOENT, or < 0. OUT: state, attempts, hops */
+int db_reader_row(db_reader *rd, int64_t id, int *state, int *attempts, int *hops);
 
 /* The largest row id (0 for an empty table). OUT: id */
 int db_reader_max_id(db_reader *rd, int64_t *id);

@@ -330,11 +330,11 @@ static void no_false_negatives_across_growth_and_snapshot(void **state)
 
     char path[300], err[256];
     tmp_path(path, sizeof path, "seen.bloom");
-    assert_int_equal(bloom_save(bf, path, 123456789u, err, sizeof err), 0);
+    assert_int_equal(bloom_save(bf, path, 123456789u, NULL, err, sizeof err), 0);
     assert_int_equal(files_in_tmpdir(), 1); /* no temp file left */
     bloom *back = NULL;
     uint64_t hwm = 0;
-    assert_int_equal(bloom_load(path, &back, &hwm, err, sizeof err), 0);
+    assert_int_equal(bloom_load(path, &back, &hwm, NULL, err, sizeof err), 0);
     assert_true(hwm == 123456789u);
     assert_int_equal(count_missing(back, 'k', n), 0);
     bloom_stats sb;
@@ -539,7 +539,7 @@ static uint8_t *saved_filter(char *path, size_t pathlen, size_t *size)
         add_key(bf, 's', i);
     char err[256];
     tmp_path(path, pathlen, "good.bloom");
-    assert_int_equal(bloom_save(bf, path, 42, err, sizeof err), 0);
+    assert_int_equal(bloom_save(bf, path, 42, NULL, err, sizeof err), 0);
     bloom_free(bf);
     return read_file(path, size);
 }
@@ -549,7 +549,7 @@ static void expect_refused(const char *path, int code, const char *words)
     bloom *bf = NULL;
     uint64_t hwm = 7;
     char err[256] = "";
-    int rc = bloom_load(path, &bf, &hwm, err, sizeof err);
+    int rc = bloom_load(path, &bf, &hwm, NULL, err, sizeof err);
     print_message("   refused (%d): %s\n", rc, err);
     assert_int_equal(rc, code);
     assert_null(bf);
@@ -569,14 +569,14 @@ static void snapshot_round_trip_small(void **state)
     bloom *bf = NULL;
     uint64_t hwm = 0;
     char err[256];
-    assert_int_equal(bloom_load(path, &bf, &hwm, err, sizeof err), 0);
+    assert_int_equal(bloom_load(path, &bf, &hwm, NULL, err, sizeof err), 0);
     assert_true(hwm == 42);
     assert_int_equal(count_missing(bf, 's', 10000), 0);
     /* overwrite in place: the rename replaces the old file */
-    assert_int_equal(bloom_save(bf, path, 43, err, sizeof err), 0);
+    assert_int_equal(bloom_save(bf, path, 43, NULL, err, sizeof err), 0);
     bloom_free(bf);
     bf = NULL;
-    assert_int_equal(bloom_load(path, &bf, &hwm, err, sizeof err), 0);
+    assert_int_equal(bloom_load(path, &bf, &hwm, NULL, err, sizeof err), 0);
     assert_true(hwm == 43);
     bloom_free(bf);
     assert_int_equal(files_in_tmpdir(), 1);
@@ -592,10 +592,10 @@ static void snapshot_round_trip_chunked(void **state)
         add_key(bf, 'h', i);
     char path[300], err[256];
     tmp_path(path, sizeof path, "chunked.bloom");
-    assert_int_equal(bloom_save(bf, path, 5, err, sizeof err), 0);
+    assert_int_equal(bloom_save(bf, path, 5, NULL, err, sizeof err), 0);
     bloom *back = NULL;
     uint64_t hwm = 0;
-    assert_int_equal(bloom_load(path, &back, &hwm, err, sizeof err), 0);
+    assert_int_equal(bloom_load(path, &back, &hwm, NULL, err, sizeof err), 0);
     assert_int_equal(count_missing(back, 'h', 200000), 0);
     for (uint64_t i = 0; i < 20000; i++)
         assert_int_equal(query_key(back, 'z', i), query_key(bf, 'z', i));
@@ -715,7 +715,7 @@ static void snapshot_save_reports_errors(void **state)
     bloom *bf = new_filter(1000, 0.01, 1, 4, 0);
     char path[300], err[256] = "";
     tmp_path(path, sizeof path, "no/such/folder/x.bloom");
-    assert_int_equal(bloom_save(bf, path, 1, err, sizeof err), -ENOENT);
+    assert_int_equal(bloom_save(bf, path, 1, NULL, err, sizeof err), -ENOENT);
     assert_true(strlen(err) > 0);
     bloom_free(bf);
     assert_int_equal(files_in_tmpdir(), 0);
@@ -788,7 +788,7 @@ static void oom_in_save_and_load(void **state)
         bloom *bf = NULL;
         uint64_t hwm = 0;
         cr_alloc_fail_after(i);
-        int rc = bloom_load(path, &bf, &hwm, err, sizeof err);
+        int rc = bloom_load(path, &bf, &hwm, NULL, err, sizeof err);
         cr_alloc_fail_after(0);
         if (rc == 0) {
             loaded = 1;
@@ -805,7 +805,7 @@ static void oom_in_save_and_load(void **state)
     tmp_path(p2, sizeof p2, "oom.bloom");
     for (long i = 1; i <= 3; i++) {
         cr_alloc_fail_after(i);
-        int rc = bloom_save(bf, p2, 1, err, sizeof err);
+        int rc = bloom_save(bf, p2, 1, NULL, err, sizeof err);
         cr_alloc_fail_after(0);
         assert_int_equal(rc, -ENOMEM);
     }

@@ -99,12 +99,10 @@ typedef struct run {
     seen *s;
 } run;
 
-/* Opens the filter (snapshot or new) and the database; catches up. */
+/* Opens the database and the filter (its snapshot, or rebuilt); catches up. */
 static int open_state(run *r)
 {
     char err[512];
-    bloom *bf = NULL;
-    uint64_t mark = 0;
     const char *dir = r->state_dir;
     if (dir == NULL && r->verify != SEEN_VERIFY_NEVER) {
         snprintf(r->tmp_dir, sizeof r->tmp_dir, "%s/crawld-dedup-XXXXXX",
@@ -118,57 +116,35 @@ static int open_state(run *r)
     }
     if (r->state_dir) {
         snprintf(r->snap_path, sizeof r->snap_path, "%s/%s", r->state_dir, SNAPSHOT_NAME);
-        int rc = bloom_load(r->snap_path, &bf, &mark, err, sizeof err);
-        if (rc < 0 && rc != -ENOENT)
-            fprintf(stderr, "crawld dedup: Bloom snapshot refused (%s); rebuilding from the database\n",
-                    err);
-    }
-    if (bf == NULL) {
-        bloom_params bp;
-        wire_bloom_params(&r->cfg, &bp);
-        mark = 0;
-        if (bloom_new(&bp, &bf) < 0) {
-            fprintf(stderr, "crawld dedup: cannot create the Bloom filter (out of memory?)\n");
-            return -1;
+        if (verifier_check_state(r->state_dir, SNAPSHOT_NAME, NULL, err, sizeof err) < 0) {
+            fprintf(stderr, "crawld dedup: %s\n", err);
+            return -2;
         }
     }
-    seen_verifier v;
     if (dir) {
         db_opts o;
         wire_db_opts(&r->cfg, &o);
         r->d = db_open(dir, &o, err, sizeof err);
         if (r->d == NULL) {
             fprintf(stderr, "crawld dedup: %s\n", err);
-            bloom_free(bf);
             return -1;
         }
         r->ver = verifier_new(r->d);
         if (r->ver == NULL) {
             fprintf(stderr, "crawld dedup: out of memory\n");
-            bloom_free(bf);
             return -1;
         }
-        v = verifier_iface(r->ver);
     }
+    bloom_params bp;
+    wire_bloom_params(&r->cfg, &bp);
     /* the recent cache only ever confirms a MAYBE; never verifying, it is dead weight */
     seen_opts so = { r->verify,
                      r->verify == SEEN_VERIFY_NEVER ? 0 : (size_t)r->cfg.dedup.recent_cache };
-    r->s = seen_new(bf, &so, dir ? &v : NULL);
+    r->s = verifier_open_seen(r->ver, r->d, r->state_dir ? r->snap_path : NULL, &bp, &so, stderr,
+                              "crawld dedup", err, sizeof err);
     if (r->s == NULL) {
-        bloom_free(bf);
-        fprintf(stderr, "crawld dedup: out of memory\n");
+        fprintf(stderr, "crawld dedup: %s\n", err);
         return -1;
-    }
-    if (r->state_dir) {
-        int64_t n = verifier_catch_up(r->s, r->d, mark, err, sizeof err);
-        if (n < 0) {
-            fprintf(stderr, "crawld dedup: %s\n", err);
-            return -1;
-        }
-        if (n > 0)
-            fprintf(stderr, "crawld dedup: %lld URLs from the database added to the Bloom filter "
-                            "(after snapshot mark %llu)\n",
-                    (long long)n, (unsigned long long)mark);
     }
     return 0;
 }
@@ -315,9 +291,11 @@ int cmd_dedup(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    int rc = 1;
-    if (r.uc && open_state(&r) == 0)
+    int rc = 1, st = r.uc ? open_state(&r) : -1;
+    if (st == 0)
         rc = dedup_stream(&r);
+    else if (st == -2)
+        rc = 2; /* a state folder refused: the user must decide */
     seen_free(r.s);
     verifier_free(r.ver);
     if (r.d && db_close(r.d) < 0 && rc == 0)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "storage/db.h"
 #include "crawler/control.h"
 #include "crawler/crawl.h"
 
@@ -93,7 +94,7 @@ static void *signal_main(void *arg)
         }
         fprintf(stderr, "\ncrawld: %s: %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
                 "stopping (a second signal aborts in-flight fetches)");
-        crawl_stop(r->c);
+        crawl_stop_by(r->c, sig == SIGINT ? "signal (SIGINT)" : "signal (SIGTERM)");
     }
 }
 
@@ -101,16 +102,22 @@ static void print_status(crawl *c, FILE *f, bool tty)
 {
     crawl_status st;
     crawl_status_get(c, &st, NULL, 0);
-    uint64_t dups = st.dedup.dup_trusted + st.dedup.dup_recent + st.dedup.dup_verified;
+    uint64_t dups = st.dedup.dup_trusted + st.dedup.dup_recent + st.dedup.dup_verified +
+                    st.dedup.dup_pending;
+    char storage[160] = "";
+    if (st.db.stalled)
+        snprintf(storage, sizeof storage, " [storage: %s; retrying in %.0f s; %lld operations held]",
+                 db_error_reason(st.db.stall_code), (double)st.db.retry_in_ms / 1000.0 + 0.5,
+                 (long long)st.db.held);
     double dup_pct = st.dedup.keys ? 100.0 * (double)dups / (double)st.dedup.keys : 0.0;
     fprintf(f,
             "%s%6.0fs pages %llu (%.1f/s) frontier %lld (%lld in memory) hosts %lld dup-skip %.1f%% "
-            "FPR %.4f%% (bound %.2f%%) fill %.3f%s%s",
+            "FPR %.4f%% (bound %.2f%%) fill %.3f%s%s%s",
             tty ? "\r\033[K" : "crawld: ", st.elapsed_s, (unsigned long long)st.pages,
             st.elapsed_s > 0 ? (double)st.pages / st.elapsed_s : 0.0, (long long)st.queued,
             (long long)st.frontier_mem, (long long)st.hosts_active, dup_pct,
             100.0 * seen_observed_fpr(&st.dedup), 100.0 * st.fpr_bound, st.bloom_fill,
-            st.paused ? " [paused]" : "", tty ? "" : "\n");
+            st.paused ? " [paused]" : "", storage, tty ? "" : "\n");
     fflush(f);
 }
 
@@ -214,8 +221,11 @@ int cmd_run(int argc, char **argv)
     pthread_join(r.progress_thread, NULL);
     control_stop(ctl);
     ctl = NULL;
+    int finish_rc = crawl_finish(r.c);
     crawl_summary(r.c, stderr);
     int close_rc = crawl_close(r.c);
+    if (finish_rc < 0)
+        close_rc = finish_rc;
     r.c = NULL;
     pthread_kill(r.sig_thread, SIGUSR1);
     pthread_join(r.sig_thread, NULL);

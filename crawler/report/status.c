@@ -45,9 +45,21 @@ json_t *status_json(const crawl_status *st)
         json_decref(rej);
     const db_stats *ds = &st->db;
     if (j)
-        json_object_set_new(j, "storage", json_pack("{s:I, s:I, s:I}", "ops", (json_int_t)ds->ops,
-                                                    "commits", (json_int_t)ds->commits,
-                                                    "failed_ops", (json_int_t)ds->failed_ops));
+        json_object_set_new(
+            j, "storage",
+            json_pack("{s:I, s:I, s:I, s:b, s:b, s:s, s:s, s:I, s:I, s:f, s:f}", "ops",
+                      (json_int_t)ds->ops, "commits", (json_int_t)ds->commits, "failed_ops",
+                      (json_int_t)ds->failed_ops, "stalled", ds->stalled != 0, "failed",
+                      ds->failed != 0,
+                      "reason", ds->stalled || ds->failed
+                                    ? db_error_reason(ds->failed ? ds->failed : ds->stall_code)
+                                    : "",
+                      "error", ds->stalled || ds->failed ? st->storage_error : "", "held",
+                      (json_int_t)(ds->stalled ? ds->held : 0), "stalls", (json_int_t)ds->stalls,
+                      "stall_s", (double)ds->stall_ms / 1000.0, "retry_in_s",
+                      (double)ds->retry_in_ms / 1000.0));
+    if (j)
+        json_object_set_new(j, "end", json_string(st->end));
     json_t *kinds = json_object();
     for (int e = 0; e < FETCH_ERR_COUNT; e++) {
         uint64_t n = st->errors_by_kind[e];
@@ -109,6 +121,15 @@ void status_metrics(FILE *f, const crawl_status *st)
     fprintf(f, "# TYPE crawld_hosts_active gauge\ncrawld_hosts_active %lld\n",
             (long long)st->hosts_active);
     fprintf(f, "# TYPE crawld_in_flight gauge\ncrawld_in_flight %lld\n", (long long)st->in_flight);
+    fprintf(f, "# HELP crawld_storage_stalled 1 while the store refuses writes and crawld retries.\n"
+               "# TYPE crawld_storage_stalled gauge\ncrawld_storage_stalled %d\n"
+               "# TYPE crawld_storage_failed gauge\ncrawld_storage_failed %d\n"
+               "# TYPE crawld_storage_held_operations gauge\ncrawld_storage_held_operations %lld\n"
+               "# TYPE crawld_storage_stalls_total counter\ncrawld_storage_stalls_total %lld\n"
+               "# TYPE crawld_storage_stall_seconds_total counter\n"
+               "crawld_storage_stall_seconds_total %.3f\n",
+            st->db.stalled != 0, st->db.failed != 0, (long long)(st->db.stalled ? st->db.held : 0),
+            (long long)st->db.stalls, (double)st->db.stall_ms / 1000.0);
     fprintf(f, "# HELP crawld_scope_rejects_total Links not followed, by reason (scope, depth, traps).\n"
                "# TYPE crawld_scope_rejects_total counter\n");
     for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)

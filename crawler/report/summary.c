@@ -33,7 +33,7 @@ static double pct(long long part, long long whole)
 
 json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
 {
-    return json_pack("{s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I}, s:I, s:I,"
+    return json_pack("{s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
                      " s:{s:f, s:f, s:f},"
                      " s:{s:i, s:i, s:I, s:I, s:f, s:f, s:I}}",
                      "urls", (json_int_t)c->keys,
@@ -42,8 +42,11 @@ json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
                      "duplicate", "bloom_maybe_trusted", (json_int_t)c->dup_trusted,
                      "recent_cache", (json_int_t)c->dup_recent,
                      "sqlite", (json_int_t)c->dup_verified,
+                     "pending", (json_int_t)c->dup_pending,
                      "checked_new", (json_int_t)c->checked_new,
                      "errors", (json_int_t)c->errors,
+                     "unstored", (json_int_t)c->unstored,
+                     "pending_now", (json_int_t)c->pending,
                      "fpr", "observed", seen_observed_fpr(c), "bound", b->fpr_bound,
                      "predicted", b->fpr_model,
                      "bloom", "shards", (int)b->shards, "stages", (int)b->stages_total,
@@ -62,13 +65,14 @@ void summary_dedup_print(FILE *f, const json_t *d)
     long long urls = geti(d, "urls");
     long long fresh = geti(d, "new.bloom_no") + geti(d, "new.false_positive_caught");
     long long dups = geti(d, "duplicate.bloom_maybe_trusted") + geti(d, "duplicate.recent_cache") +
-                     geti(d, "duplicate.sqlite");
+                     geti(d, "duplicate.sqlite") + geti(d, "duplicate.pending");
     fprintf(f, "  %-36s %12s %8s\n", "decision (layer)", "URLs", "share");
     row(f, "new: Bloom said NO", geti(d, "new.bloom_no"), urls);
     row(f, "new: false positive caught (SQLite)", geti(d, "new.false_positive_caught"), urls);
     row(f, "duplicate: Bloom MAYBE trusted", geti(d, "duplicate.bloom_maybe_trusted"), urls);
     row(f, "duplicate: recent cache", geti(d, "duplicate.recent_cache"), urls);
     row(f, "duplicate: SQLite", geti(d, "duplicate.sqlite"), urls);
+    row(f, "duplicate: pending (not committed yet)", geti(d, "duplicate.pending"), urls);
     row(f, "total new", fresh, urls);
     row(f, "total duplicates skipped", dups, urls);
     if (geti(d, "errors"))
@@ -88,8 +92,17 @@ void summary_crawl_print(FILE *f, const json_t *st)
     long long pages = geti(st, "pages");
     fprintf(f, "crawl: %lld pages in %.1f s (%.1f pages/s), %lld fetch errors, %.1f MiB%s\n",
             pages, secs, secs > 0 ? (double)pages / secs : 0.0, geti(st, "fetch_errors"),
-            (double)geti(st, "bytes") / 1048576.0,
-            json_is_true(json_object_get(st, "done")) ? ", frontier drained" : "");
+            (double)geti(st, "bytes") / 1048576.0, "");
+    const char *end = json_string_value(json_object_get(st, "end"));
+    if (end != NULL && end[0] != '\0')
+        fprintf(f, "  end: %s\n", end);
+    const json_t *sto = json_object_get(st, "storage");
+    if (geti(st, "storage.stalls") > 0 || json_is_true(json_object_get(sto, "failed")))
+        fprintf(f, "  storage: %lld stalls, %.1f s in all%s%s\n", geti(st, "storage.stalls"),
+                getf(st, "storage.stall_s"), json_is_true(json_object_get(sto, "failed")) ? "; failed: " : "",
+                json_is_true(json_object_get(sto, "failed"))
+                    ? json_string_value(json_object_get(sto, "error"))
+                    : "");
     fprintf(f, "  status:");
     const json_t *by = json_object_get(st, "pages_by_status");
     const char *code;
