@@ -67,7 +67,24 @@ $(BIN)/testsite: $(SITE_SRC:%.c=$(B)/%.o) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/tests/test_%: $(B)/tests/test_%.o $(TSUP_OBJ) $(LIB)
+# Test builds: storage/db.c again with its fault hook (CRAWLD_FAULTS, see
+# db.c), in a library the tests link and in bin/crawld-faults, the binary
+# the failure tests run. bin/crawld itself has no hook.
+FAULT_OBJ := $(B)/storage/db-faults.o
+TLIB := $(B)/libcrawld-test.a
+$(FAULT_OBJ): storage/db.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DCRAWLD_FAULT_HOOKS $(ALL_CFLAGS) -c $< -o $@
+
+$(TLIB): $(filter-out $(B)/storage/db.o,$(LIB_OBJ)) $(FAULT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN)/crawld-faults: $(B)/crawler/cli/main.o $(TLIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/tests/test_%: $(B)/tests/test_%.o $(TSUP_OBJ) $(TLIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 $(B)/tests/replay_%: $(B)/tests/fuzz/fuzz_%.o $(B)/tests/fuzz/replay.o $(LIB)
@@ -76,7 +93,7 @@ $(B)/tests/replay_%: $(B)/tests/fuzz/fuzz_%.o $(B)/tests/fuzz/replay.o $(LIB)
 $(B)/bench/%: $(B)/bench/%.o $(LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lbloom
 
-tests-build: $(PROGS) $(TESTS) $(REPLAYS)
+tests-build: $(PROGS) $(BIN)/crawld-faults $(TESTS) $(REPLAYS)
 
 # Installs what is missing (as root), or prints the exact line to run.
 deps:

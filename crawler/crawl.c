@@ -48,6 +48,7 @@
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
 #include "storage/db.h"
+#include "storage/dispatchlog.h"
 #include "storage/warc.h"
 
 #define SNAPSHOT_NAME "bloom.snap"
@@ -101,7 +102,8 @@ struct crawl {
     bool stall_logged;          /* the scheduler's view of the store (scheduler only) */
     int64_t stall_logged_ms, stall_start_ms, stalls_seen;
     bool done;
-    int64_t recovered;
+    int64_t recovered;          /* URLs the last run requested, outcome not stored */
+    dispatchlog *dl;
 
     atomic_uint_fast64_t nudges;  /* bumped by every nudge (see nudge) */
     atomic_bool sleeping;         /* the scheduler is (about to be) waiting */
@@ -528,6 +530,7 @@ static int dispatch(crawl *c, int64_t *wake)
     }
     j->c = c;
     j->fj = fj;
+    dispatchlog_note(c->dl, fj.id, fj.attempt); /* before the request can leave */
     j->url = cr_strdup(fj.url);
     j->url_len = j->url ? strlen(j->url) : 0;
     /* a redirect target's hops are stored with its row, so max_redirects
@@ -587,6 +590,69 @@ static int open_seen(crawl *c, char *err, size_t errlen)
     return c->s ? 0 : -1;
 }
 
+typedef struct refetch {
+    db_reader *rd;
+    int64_t *ids;
+    size_t n, cap;
+} refetch;
+
+/* A start the last run logged: kept when its outcome was never stored. */
+static int lost_outcome(void *ud, int64_t id, int attempt)
+{
+    refetch *r = ud;
+    int state = 0, attempts = 0;
+    if (db_reader_row(r->rd, id, &state, &attempts, NULL) < 0)
+        return 0;
+    if ((state != DB_STATE_QUEUED && state != DB_STATE_IN_FLIGHT) || attempts >= attempt)
+        return 0;
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 256;
+        int64_t *v = cr_realloc(r->ids, cap * sizeof *v);
+        if (v == NULL)
+            return 1;
+        r->ids = v;
+        r->cap = cap;
+    }
+    r->ids[r->n++] = id;
+    return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Opens the dispatch log and says how many URLs the last run requested
+ * without storing their outcome: exactly those are fetched again. */
+static int open_dispatch_log(crawl *c, char *err, size_t errlen)
+{
+    int clean = 1;
+    c->dl = dispatchlog_open(c->cfg->storage.state_dir, &clean, err, errlen);
+    if (c->dl == NULL)
+        return -1;
+    refetch r = { .rd = db_reader_open(c->d, err, errlen) };
+    if (r.rd == NULL)
+        return -1;
+    dispatchlog_scan(c->dl, lost_outcome, &r);
+    db_reader_free(r.rd);
+    size_t unique = 0;
+    if (r.n > 0) {
+        qsort(r.ids, r.n, sizeof *r.ids, cmp_id);
+        for (size_t i = 0; i < r.n; i++)
+            unique += i == 0 || r.ids[i] != r.ids[i - 1];
+    }
+    cr_free(r.ids);
+    c->recovered = (int64_t)unique;
+    if ((!clean || unique > 0) && c->log)
+        fprintf(c->log, "crawld: the last run %s: %zu URLs had been requested without their outcome"
+                        " being stored (in flight, or inside the commit window); they will be"
+                        " fetched again, and no others\n",
+                clean ? "was stopped with fetches in flight" : "did not end cleanly", unique);
+    dispatchlog_reset(c->dl);
+    return 0;
+}
+
 crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
 {
     crawl *c = cr_calloc(1, sizeof *c);
@@ -610,16 +676,9 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     c->d = db_open(cfg->storage.state_dir, &dbo, err, errlen);
     if (c->d == NULL)
         goto fail;
-    c->recovered = db_recovered_in_flight(c->d);
-    if (c->recovered > 0 && log) {
-        fprintf(log, "crawld: %lld URLs were in flight at the crash and will be fetched again\n",
-                (long long)c->recovered);
-        if (cfg->storage.commit_interval_ms > 0)
-            fprintf(log, "crawld: so will pages fetched in the last %lld ms before it, whose "
-                         "outcome was not yet committed (storage.commit_interval_ms)\n",
-                    (long long)cfg->storage.commit_interval_ms);
-    }
     if (open_seen(c, err, errlen) < 0)
+        goto fail;
+    if (open_dispatch_log(c, err, errlen) < 0)
         goto fail;
     scope_opts so;
     wire_scope_opts(cfg, &so);
@@ -1127,8 +1186,12 @@ int crawl_close(crawl *c)
     seen_free(c->s);
     verifier_free(c->ver);
     scope_free(c->sc);
-    if (c->d && db_close(c->d) < 0)
+    int db_rc = c->d ? db_close(c->d) : 0;
+    if (db_rc < 0)
         rc = -EIO;
+    /* clean: every outcome of a noted fetch is committed (or its row is
+     * still queued, which the next run's scan finds anyway) */
+    dispatchlog_close(c->dl, c->d != NULL && db_rc == 0);
     url_canon_free(c->uc);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);

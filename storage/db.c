@@ -520,6 +520,9 @@ static int open_conn(const char *path, int flags, sqlite3 **out, char *err, size
 /* ---- open / close ---- */
 
 static void *writer_main(void *arg);
+#ifdef CRAWLD_FAULT_HOOKS
+static void faults_parse(db *d);
+#endif
 
 static int check_opts(const db_opts *o, db_opts *out, char *err, size_t errlen)
 {

@@ -8,9 +8,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 CRAWLD_BIN="$root/$BIN/crawld"
 CRAWLD_TESTSITE="$root/$BIN/testsite"
+CRAWLD_FAULTS_BIN="$root/$BIN/crawld-faults"
 CRAWLD_ROOT="$root"
 : "${CRAWLD_CONFORMANCE:=$root/../shared/conformance}"
-export CRAWLD_BIN CRAWLD_TESTSITE CRAWLD_ROOT CRAWLD_CONFORMANCE
+export CRAWLD_BIN CRAWLD_TESTSITE CRAWLD_FAULTS_BIN CRAWLD_ROOT CRAWLD_CONFORMANCE
 passed=0
 failed=0
 bad=""

@@ -582,6 +582,31 @@ static void snapshot_round_trip_small(void **state)
     assert_int_equal(files_in_tmpdir(), 1);
 }
 
+/* The owner id comes back as saved; NULL saves zeros. */
+static void snapshot_keeps_owner(void **state)
+{
+    (void)state;
+    bloom *bf = new_filter(1000, 0.01, 2, BLOOM_MAX_STAGES, 0);
+    uint8_t owner[BLOOM_OWNER_BYTES], back[BLOOM_OWNER_BYTES], zero[BLOOM_OWNER_BYTES] = { 0 };
+    for (int i = 0; i < BLOOM_OWNER_BYTES; i++)
+        owner[i] = (uint8_t)(0xa0 + i);
+    char path[300], err[256];
+    uint64_t hwm = 0;
+    tmp_path(path, sizeof path, "owned.bloom");
+    assert_int_equal(bloom_save(bf, path, 9, owner, err, sizeof err), 0);
+    bloom *got = NULL;
+    assert_int_equal(bloom_load(path, &got, &hwm, back, err, sizeof err), 0);
+    assert_memory_equal(back, owner, sizeof owner);
+    assert_true(hwm == 9);
+    bloom_free(got);
+    assert_int_equal(bloom_save(bf, path, 9, NULL, err, sizeof err), 0);
+    got = NULL;
+    assert_int_equal(bloom_load(path, &got, &hwm, back, err, sizeof err), 0);
+    assert_memory_equal(back, zero, sizeof zero);
+    bloom_free(got);
+    bloom_free(bf);
+}
+
 /* A filter whose stages share huge-page chunks survives a round trip and
  * keeps growing (into chunks of the loaded filter). */
 static void snapshot_round_trip_chunked(void **state)
@@ -633,7 +658,7 @@ static void snapshot_refuses_flipped_byte(void **state)
     uint8_t *data = saved_filter(path, sizeof path, &n);
     tmp_path(bad, sizeof bad, "bad.bloom");
     /* header parameters, hwm, shard record, stage record, bits, checksum */
-    size_t at[] = { 24, 40, 64, 88, 96, 104, 140, n / 2, n - 9, n - 1 };
+    size_t at[] = { 24, 40, 64, 88, 96, 104, 112, 120, 156, n / 2, n - 9, n - 1 };
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         data[at[i]] ^= 0x10;
         write_file(bad, data, n);
@@ -667,10 +692,13 @@ static void snapshot_refuses_foreign_files(void **state)
     write_file(bad, data, n);
     expect_refused(bad, -EINVAL, "magic");
     data[0] = 'C';
-    data[8] = 2; /* a later version */
+    data[8] = 3; /* a later version */
     write_file(bad, data, n);
     expect_refused(bad, -ENOTSUP, "version");
-    data[8] = 1;
+    data[8] = 1; /* an earlier one (before owner ids) */
+    write_file(bad, data, n);
+    expect_refused(bad, -ENOTSUP, "version");
+    data[8] = 2;
     const char text[] = "[dedup]\nexpected_urls = 1000000\n";
     write_file(bad, text, sizeof text - 1);
     expect_refused(bad, -EINVAL, "magic");
@@ -691,9 +719,9 @@ static void snapshot_checks_fields_behind_checksum(void **state)
     size_t n;
     uint8_t *data = saved_filter(path, sizeof path, &n);
     tmp_path(bad, sizeof bad, "bad.bloom");
-    /* first stage record: nblocks (at 96 + 8 + 16) set huge, checksum redone */
+    /* first stage record: nblocks (at 112 + 8 + 16) set huge, checksum redone */
     uint64_t huge = UINT64_C(1) << 40;
-    memcpy(data + 96 + 8 + 16, &huge, 8);
+    memcpy(data + 112 + 8 + 16, &huge, 8);
     uint64_t sum = hash_digest64(data, n - 8);
     memcpy(data + n - 8, &sum, 8);
     write_file(bad, data, n);
@@ -852,6 +880,7 @@ int main(void)
         cmocka_unit_test(max_stages_caps_the_chain),
         cmocka_unit_test(concurrent_adds_lose_nothing),
         cmocka_unit_test_setup_teardown(snapshot_round_trip_small, make_tmpdir, remove_tmpdir),
+        cmocka_unit_test_setup_teardown(snapshot_keeps_owner, make_tmpdir, remove_tmpdir),
         cmocka_unit_test_setup_teardown(snapshot_round_trip_chunked, make_tmpdir, remove_tmpdir),
         cmocka_unit_test_setup_teardown(snapshot_refuses_truncated, make_tmpdir, remove_tmpdir),
         cmocka_unit_test_setup_teardown(snapshot_refuses_flipped_byte, make_tmpdir, remove_tmpdir),
