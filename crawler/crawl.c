@@ -1183,10 +1183,12 @@ int crawl_close(crawl *c)
     frontier_free(c->fr);
     if (c->w && warc_close(c->w) < 0)
         rc = -EIO;
-    seen_free(c->s);
     verifier_free(c->ver);
     scope_free(c->sc);
+    /* before seen_free: operations the writer still fails at close are
+     * acknowledged to the seen test */
     int db_rc = c->d ? db_close(c->d) : 0;
+    seen_free(c->s);
     if (db_rc < 0)
         rc = -EIO;
     /* clean: every outcome of a noted fetch is committed (or its row is

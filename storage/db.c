@@ -1147,8 +1147,6 @@ int db_last_error(db *d, char *buf, size_t len)
     code = d->last_code;
     cr_errf(buf, len, "%s", d->errmsg);
     pthread_mutex_unlock(&d->mu);
-    if (code == 0)
-        atomic_store(&d->pausing, 0);
     return code;
 }
 
@@ -1514,6 +1512,8 @@ static int stall(db *d, struct op *batch, size_t n, int code, char *text, size_t
         pthread_cond_broadcast(&d->notfull);
     }
     pthread_mutex_unlock(&d->mu);
+    if (code == 0)
+        atomic_store(&d->pausing, 0);
     return code;
 }
 

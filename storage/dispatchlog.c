@@ -59,6 +59,13 @@ dispatchlog *dispatchlog_open(const char *state_dir, int *was_clean, char *err, 
         cr_errf(err, errlen, "cannot size %s: %s", path, strerror(errno));
         goto fail;
     }
+    /* the blocks must exist before they are mapped: a write to a hole of a
+     * shared mapping on a full disk is a SIGBUS, not an error */
+    int frc = posix_fallocate(fd, 0, (off_t)size);
+    if (frc != 0 && frc != EOPNOTSUPP && frc != EINVAL) {
+        cr_errf(err, errlen, "cannot allocate %s: %s", path, strerror(frc));
+        goto fail;
+    }
     l->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (l->map == MAP_FAILED) {
         l->map = NULL;

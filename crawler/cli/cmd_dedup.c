@@ -9,6 +9,8 @@
  * --verify never and no --state the Bloom filter alone decides. */
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/alloc.h"
 #include "common/buf.h"
 #include "crawler/report/summary.h"
 #include "crawler/web/url.h"
@@ -97,7 +100,24 @@ typedef struct run {
     db *d;
     verifier *ver;
     seen *s;
+    /* New URLs are printed only once stored: they wait in held (one line
+     * each, ends[] marking where each ends; the first is new URL number
+     * held_first, counted from 1) until a flush commits them. */
+    cr_buf held;
+    size_t *ends, nheld, cap_ends;
+    uint64_t held_first, n_new;
 } run;
+
+/* The number of the last new URL whose row committed (the writer commits
+ * in queue order, so every earlier one is stored too). */
+static atomic_uint_fast64_t stored_upto;
+
+/* Writer thread, after the COMMIT of an asynchronous insert. */
+static void on_stored(void *ud, const db_result *res)
+{
+    if (res->status >= 0)
+        atomic_store(&stored_upto, (uint_fast64_t)(uintptr_t)ud);
+}
 
 /* Opens the database and the filter (its snapshot, or rebuilt); catches up. */
 static int open_state(run *r)
@@ -164,6 +184,48 @@ static int write_json(const char *path, const seen_counters *c, const bloom_stat
     return rc;
 }
 
+#define HELD_MAX (256u << 10)
+
+/* Holds one new URL's line until it is stored. 0 or -ENOMEM. */
+static int hold(run *r, const char *line, size_t len)
+{
+    if (r->nheld == r->cap_ends) {
+        size_t cap = r->cap_ends ? r->cap_ends * 2 : 1024;
+        size_t *v = cr_realloc(r->ends, cap * sizeof *v);
+        if (v == NULL)
+            return -ENOMEM;
+        r->ends = v;
+        r->cap_ends = cap;
+    }
+    if (cr_buf_append(&r->held, line, len) < 0)
+        return -ENOMEM;
+    if (r->nheld == 0)
+        r->held_first = r->n_new;
+    r->ends[r->nheld++] = r->held.len;
+    return 0;
+}
+
+/* Prints the held URLs that are stored: all of them after a successful
+ * flush; after a failed one (the writer gave up), those whose rows had
+ * committed before the failure, which a later run will not print again.
+ * 0, or -1 when the flush failed. */
+static int release_held(run *r)
+{
+    int rc = r->d && db_flush(r->d) < 0 ? -1 : 0;
+    size_t k = r->nheld;
+    if (rc < 0) {
+        uint64_t upto = atomic_load(&stored_upto);
+        k = upto < r->held_first ? 0 : (size_t)(upto - r->held_first + 1);
+        if (k > r->nheld)
+            k = r->nheld;
+    }
+    if (k > 0)
+        fwrite(r->held.data, 1, r->ends[k - 1], stdout);
+    cr_buf_clear(&r->held);
+    r->nheld = 0;
+    return rc;
+}
+
 static int dedup_stream(run *r)
 {
     static char obuf[1 << 20];
@@ -198,7 +260,8 @@ static int dedup_stream(run *r)
         size_t hoff = 0, hlen = 0;
         url_host(out.data, out.len, &hoff, &hlen);
         verifier_row row = { .u = { .host = out.data + hoff, .host_len = hlen,
-                                    .kind = DB_KIND_SEED, .state = DB_STATE_SEEN_ONLY } };
+                                    .kind = DB_KIND_SEED, .state = DB_STATE_SEEN_ONLY },
+                             .on_new = on_stored, .ud = (void *)(uintptr_t)(r->n_new + 1) };
         int res = seen_test(r->s, out.data, out.len, true, &row);
         if (res < 0) {
             char msg[256];
@@ -209,8 +272,20 @@ static int dedup_stream(run *r)
             break;
         }
         if (seen_is_new((seen_result)res)) {
+            r->n_new++;
+            if (res == SEEN_NEW_VERIFIED) /* inserted and committed, after all before it */
+                atomic_store(&stored_upto, r->n_new);
             out.data[out.len] = '\n';
-            fwrite(out.data, 1, out.len + 1, stdout);
+            if (hold(r, out.data, out.len + 1) < 0 ||
+                (r->held.len >= HELD_MAX && release_held(r) < 0)) {
+                char msg[256];
+                if (r->d)
+                    db_last_error(r->d, msg, sizeof msg);
+                fprintf(stderr, "crawld dedup: line %llu: %s\n", (unsigned long long)lineno,
+                        r->d ? msg : "out of memory");
+                rc = 1;
+                break;
+            }
         }
         if (r->state_dir && r->cfg.dedup.snapshot_interval_s > 0 && (lineno & 0xFFFF) == 0 &&
             now_s() >= next_snap) {
@@ -220,6 +295,10 @@ static int dedup_stream(run *r)
     }
     free(line);
     cr_buf_release(&out);
+    if (release_held(r) < 0)
+        rc = 1; /* reported below, with the database's message */
+    cr_buf_release(&r->held);
+    cr_free(r->ends);
     if (fflush(stdout) != 0) {
         fprintf(stderr, "crawld dedup: cannot write stdout: %s\n", strerror(errno));
         rc = 1;
@@ -255,6 +334,7 @@ int cmd_dedup(int argc, char **argv)
 {
     cli_conf cc = { 0 };
     run r = { .verify = -1 };
+    cr_buf_init(&r.held, 0);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int code = cli_common_arg(&cc, "dedup", usage, argc, argv, &i);
@@ -296,10 +376,11 @@ int cmd_dedup(int argc, char **argv)
         rc = dedup_stream(&r);
     else if (st == -2)
         rc = 2; /* a state folder refused: the user must decide */
-    seen_free(r.s);
     verifier_free(r.ver);
+    /* before seen_free: what the writer fails at close is acknowledged to it */
     if (r.d && db_close(r.d) < 0 && rc == 0)
         rc = 1;
+    seen_free(r.s);
     if (r.tmp_dir[0])
         remove_tree(r.tmp_dir);
     url_canon_free(r.uc);
