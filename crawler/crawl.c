@@ -16,10 +16,43 @@
  * POST /v1/dedup, where URLs outside the scope are trusted to the Bloom
  * filter.
  *
- * Locks: `lock` guards the scheduler's wait (with `wake`) and the stop and
- * pause state; it is never held while calling another module. Each fetcher
- * thread's context (its url_canon and link parser pool) is touched only by
- * that thread. Counters are relaxed atomics. */
+ * Storage failures (DESIGN.md invariant 7): while the writer is stalled
+ * (db_is_stalled), dispatch hands out nothing, the scheduler neither stores
+ * figures nor snapshots (either would wait on the writer), and it logs the
+ * stall (watch_storage). If the writer gives up, the crawl stops at once
+ * with "storage failed" and a non-zero result; crawl_finish gives up a
+ * stall that a stop cannot wait for. Every fetch is noted in the dispatch
+ * log before it starts, so a restart knows what it fetches again.
+ *
+ * Threads, and the locks each holds when it calls out:
+ *
+ *   thread          runs                               holds when calling out
+ *   scheduler       crawl_run: dispatch, wait_until,   nothing (lock only around
+ *                   watch_storage, persist_stats,      its own wait and state)
+ *                   snapshot
+ *   fetcher (each)  hook_response/body/raw/done: link  nothing of ours; curl's
+ *                   parsing, discover -> seen_test ->  multi handle is its own.
+ *                   db_insert_url (may block while the db_insert_url blocks while
+ *                   writer's queue is full);           the writer's queue is full;
+ *                   hook_room -> dispatch              check_insert waits for a
+ *                                                      COMMIT
+ *   db writer       on_committed (verifier.c): the     db's mu is NOT held: the
+ *                   seen test's ack (Bloom, recent     writer releases it before
+ *                   cache, pending set locks), then    callbacks; on_inserted
+ *                   on_inserted -> frontier_push       takes the frontier lock,
+ *                   (frontier lock) -> nudge (lock)    then crawl `lock`
+ *   control API     crawl_add_seed, crawl_dedup_url    api_lock around the
+ *   (libmicrohttpd) (as a fetcher's discover),         scheduler's url_canon only
+ *                   crawl_status_get, crawl_stop_by
+ *   signal thread   crawl_stop_by (cmd_run.c)          lock (briefly)
+ *
+ * Lock order (outer first): frontier wlock -> frontier lock -> crawl lock;
+ * the seen test's locks (Bloom stage growth, recent cache shards, pending
+ * set shards) are leaves taken alone; the verifier's pool mutex is a leaf;
+ * api_lock is a leaf around url_canon_resolve. No lock of this file is held
+ * while calling another module, so no cycle can pass through it. Each
+ * fetcher thread's context (its url_canon and link parser pool) is touched
+ * only by that thread. Counters are relaxed atomics. */
 #include "crawl.h"
 
 #include <errno.h>
@@ -197,6 +230,8 @@ static void on_inserted(void *ud, const db_result *r)
 
 /* A canonical URL found at depth through a link of kind: 1 new and queued,
  * 0 duplicate (or no host), DISCOVER_OUT_OF_SCOPE, < 0 storage error. */
+static int admit(crawl *c, const char *url, size_t len, int depth, int kind, int hops);
+
 static int discover(crawl *c, const char *url, size_t len, int depth, int kind, int hops)
 {
     scope_verdict v = scope_check(c->sc, url, len, depth, kind);
@@ -204,6 +239,14 @@ static int discover(crawl *c, const char *url, size_t len, int depth, int kind, 
         bump(&c->links_out_of_scope);
         return DISCOVER_OUT_OF_SCOPE;
     }
+    return admit(c, url, len, depth, kind, hops);
+}
+
+/* An in-scope URL: the seen test, and if new its row (queued) and its
+ * place in the frontier, once the row is committed. 1 new, 0 duplicate
+ * (or no host), < 0 storage error. */
+static int admit(crawl *c, const char *url, size_t len, int depth, int kind, int hops)
+{
     size_t off, hl;
     if (url_host(url, len, &off, &hl) < 0)
         return 0;
@@ -779,17 +822,19 @@ int crawl_dedup_url(crawl *c, const char *url, size_t len)
     pthread_mutex_lock(&c->api_lock);
     int rc = url_canon_resolve(c->uc, NULL, 0, url, len, &out, &rej);
     pthread_mutex_unlock(&c->api_lock);
-    if (rc == 0) {
-        bool in = scope_in_scope(c->sc, out.data, out.len);
-        size_t off, hl;
+    if (rc < 0) {
+        rc = -EINVAL;
+    } else if (scope_in_scope(c->sc, out.data, out.len)) {
+        /* in scope: queued and pushed to the frontier, as crawl.h says */
+        rc = admit(c, out.data, out.len, 0, DB_KIND_NAVIGATION, 0);
+        nudge(c);
+    } else {
+        size_t off = 0, hl = 0;
         url_host(out.data, out.len, &off, &hl);
         verifier_row row = { .u = { .host = out.data + off, .host_len = hl,
-                                    .kind = DB_KIND_NAVIGATION,
-                                    .state = in ? DB_STATE_QUEUED : DB_STATE_SEEN_ONLY } };
-        int r = seen_test(c->s, out.data, out.len, in, &row);
+                                    .kind = DB_KIND_NAVIGATION, .state = DB_STATE_SEEN_ONLY } };
+        int r = seen_test(c->s, out.data, out.len, false, &row);
         rc = r < 0 ? r : seen_is_new((seen_result)r) ? 1 : 0;
-    } else {
-        rc = -EINVAL;
     }
     cr_buf_release(&out);
     return rc;

@@ -462,7 +462,7 @@ static long in_flight_reported_n(const char *text, int *lines)
     long sum = 0;
     int k = 0;
     for (const char *p = text; (p = strstr(p, "crawld: the last run ")) != NULL; p++) {
-        const char *q = strstr(p, ": ");
+        const char *q = strstr(p + strlen("crawld: the last run "), ": ");
         long n;
         if (q && sscanf(q, ": %ld URLs had been requested without their outcome", &n) == 1) {
             sum += n;
@@ -674,6 +674,25 @@ static void control_api_endpoints(void **state)
     assert_int_equal(json_array_size(json_object_get(j, "new")), 0);
     json_decref(j);
     cr_buf_release(&h.body);
+
+    /* a new in-scope URL asked about is queued and fetched by the daemon */
+    snprintf(body, sizeof body, "{\"urls\": [\"http://a.test:%d/only-asked-about\"]}", site.port);
+    h = request(addr, "POST", "/v1/dedup", body, NULL);
+    assert_int_equal(h.status, 200);
+    cr_buf_release(&h.body);
+    bool fetched = false;
+    for (int i = 0; i < 1000 && !fetched; i++) {
+        testsite_req *v;
+        size_t n;
+        assert_int_equal(testsite_log_read(&site, &v, &n), 0);
+        for (size_t k = 0; k < n; k++)
+            fetched = fetched || strcmp(v[k].target, "/only-asked-about") == 0;
+        testsite_log_free(v, n);
+        if (!fetched)
+            sleep_ms(20);
+    }
+    if (!fetched)
+        fail_msg("an in-scope URL given to POST /v1/dedup was never fetched");
 
     struct {
         const char *method, *path, *body;
