@@ -243,9 +243,9 @@ static void foreign_file_rebuilt(void **state)
     fixture *f = *state;
     int clean;
     size_t size = (size_t)FILE_SIZE;
-    uint64_t *junk = malloc(size);
+    uint64_t *junk = malloc(size + 8);
     assert_non_null(junk);
-    for (size_t i = 0; i < size / 8; i++)
+    for (size_t i = 0; i < size / 8 + 1; i++)
         junk[i] = 0x0101010101010101ull * (i % 251 + 1);
 
     for (int variant = 0; variant < 4; variant++) {
