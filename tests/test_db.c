@@ -1587,7 +1587,12 @@ static void test_give_up_after_max_stall(void **state)
             assert_int_equal(p.rc[i], -ENOSPC); /* and every one after */
     }
     assert_true(first_err >= 0); /* 20 cannot all fit in 4 + the batch */
-    /* every queued one was answered, with the error */
+    /* every queued one is answered, with the error. A flush that waited
+     * for room in the full queue returns at the give-up, perhaps before
+     * the writer has failed what was queued: wait for it (a bound). */
+    struct timespec ms = { 0, 2000000 };
+    for (int i = 0; i < 15000 && atomic_load(&l.n) < 1 + first_err; i++)
+        nanosleep(&ms, NULL);
     assert_int_equal(atomic_load(&l.n), 1 + first_err);
     for (int i = 0; i < atomic_load(&l.n); i++) {
         assert_int_equal(l.status[i], -ENOSPC);
@@ -1657,7 +1662,13 @@ static void test_give_up_now(void **state)
     assert_int_equal(p.rc[0], 0);
     assert_int_equal(p.rc[p.n - 1], -EIO);
     assert_int_equal(db_flush(d), -EIO);
-    db_get_stats(d, &st);
+    /* callers return at once; the writer fails what it holds after them */
+    for (int i = 0; i < 15000; i++) {
+        db_get_stats(d, &st);
+        if (st.failed != 0 && st.queued == 0 && atomic_load(&l.n) >= 1 + 4)
+            break;
+        nanosleep(&ms, NULL);
+    }
     assert_int_equal(st.failed, -EIO);
     assert_int_equal(st.stalled, 0);
     int answered = atomic_load(&l.n);
