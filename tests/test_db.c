@@ -1493,6 +1493,7 @@ static void test_stall_holds_then_recovers(void **state)
     assert_int_equal(st.retry_in_ms, 0);
     assert_true(st.stall_ms >= 100 + 200 + 400); /* three backoff waits, at the least */
     assert_int_equal(st.failed_ops, 0);
+    assert_int_equal(db_is_stalled(d), 0); /* dispatch may go on */
     /* every result, in queue order: b, then the producer's 30 */
     assert_int_equal(atomic_load(&l.n), 1 + p.n);
     assert_string_equal(l.url[0], "https://a.example/b");
@@ -1552,6 +1553,7 @@ static void test_stall_codes(void **state)
         assert_int_equal(st.stalls, 2);
         assert_int_equal(st.stalled, 0);
         assert_int_equal(st.failed_ops, 0);
+        assert_int_equal(db_is_stalled(d), 0);
         assert_int_equal(db_close(d), 0);
         assert_int_equal(raw_int(dir, "SELECT count(*) FROM urls"), 3);
     }
