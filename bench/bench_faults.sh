@@ -18,7 +18,7 @@ set -u
 PAGES=${FAULT_PAGES:-10000}
 HOSTS=${FAULT_HOSTS:-20}
 FILLS=${FAULT_FILLS:-10}
-PORT=${FAULT_PORT:-18191}
+PORT=${FAULT_PORT:-0} # 0: a free one
 SIZE_MB=${FAULT_TMPFS_MB:-512}
 HOLD_S=${FAULT_HOLD_S:-1}
 HOLD_MAX_S=${FAULT_HOLD_MAX_S:-20}
@@ -69,6 +69,7 @@ if ! grep -q listening "$tmp/site.out"; then
     echo "faults: the test site did not start: $(cat "$tmp/site.out")"
     exit 1
 fi
+PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/site.out" | head -n 1)
 hosts=$(awk -v n="$HOSTS" 'BEGIN { for (i = 0; i < n; i++) {
     name = ""; k = i
     do { name = sprintf("%c", 97 + k % 26) name; k = int(k / 26) - 1 } while (k >= 0)
