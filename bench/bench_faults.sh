@@ -9,7 +9,8 @@
 # Prints pages lost (the site's exact set, `testsite --print-expected`,
 # minus what its request log shows fetched; goal 0), pages fetched twice
 # against what crawld reported ("the last run ..." lines), requests served
-# while the disk was full, and the time from freeing space to the next
+# while the disk was full (and after crawld said it paused: in-flight
+# only), and the time from freeing space to the next
 # request (site log timestamps against the times space was freed). A run
 # that ends in "storage failed" is resumed on the same state, as a user
 # would. Needs root (mount); otherwise says why and exits 0. Uses bin/crawld
@@ -192,17 +193,18 @@ echo "| stalls crawld reported / resumed | $stalls / $resumed | $FILLS / $FILLS 
 echo
 echo "Per fill: requests served while the disk was full, and from freeing space to the next request:"
 echo
-echo "| fill | at request | stall seen after ms | requests while full | free -> next request ms |"
-echo "|---:|---:|---:|---:|---:|"
+echo "| fill | at request | stall seen after ms | requests while full | after the stall was seen | free -> next request ms |"
+echo "|---:|---:|---:|---:|---:|---:|"
 i=0
 while read -r fill stall free; do
     i=$((i + 1))
     awk -F '\t' -v f="$fill" -v s="$stall" -v r="$free" -v i="$i" '
         $1 < f { before++ }
         $1 >= f && $1 < r { during++ }
+        s > 0 && $1 >= s && $1 < r { paused++ }
         $1 >= r && next_ms == "" { next_ms = $1 }
-        END { printf "| %d | %d | %s | %d | %s |\n", i, before, s == 0 ? "none" : s - f,
-                  during, next_ms == "" ? "-" : next_ms - r }' "$tmp/site.log"
+        END { printf "| %d | %d | %s | %d | %s | %s |\n", i, before, s == 0 ? "none" : s - f,
+                  during, s == 0 ? "-" : paused + 0, next_ms == "" ? "-" : next_ms - r }' "$tmp/site.log"
 done < "$tmp/fills"
 echo
 gaps=$(while read -r fill stall free; do
