@@ -1458,8 +1458,8 @@ static int stall(db *d, struct op *batch, size_t n, int code, char *text, size_t
     int64_t start = cr_mono_ms(), wait = 100;
     int last_try = 0;
 
-    atomic_store(&d->pausing, 1);
     pthread_mutex_lock(&d->mu);
+    atomic_store(&d->pausing, 1);
     d->stalled = 1;
     d->stall_code = code;
     d->stall_since_ms = start;
@@ -1500,6 +1500,8 @@ static int stall(db *d, struct op *batch, size_t n, int code, char *text, size_t
     d->stalled = 0;
     d->held = 0;
     d->stall_ms_total += cr_mono_ms() - start;
+    if (code == 0)
+        atomic_store(&d->pausing, 0); /* committed: dispatch may go on */
     if (code != 0) {
         char msg[ERRMSG_MAX];
         d->failed = code;

@@ -1357,6 +1357,558 @@ static void test_write_error_reported(void **state)
     assert_non_null(strstr(msgbuf, "crawld.db"));
 }
 
+/* ---- stalls: the store refuses a batch (CRAWLD_FAULTS, test builds) ---- */
+
+/* Opens d with CRAWLD_FAULTS=faults (read once, by db_open). */
+static db *open_faulty(const char *dir, const db_opts *o, const char *faults)
+{
+    assert_int_equal(setenv("CRAWLD_FAULTS", faults, 1), 0);
+    db *d = open_ok(dir, o);
+    unsetenv("CRAWLD_FAULTS");
+    return d;
+}
+
+/* Waits (a bound, not a speed goal) until the writer's stalled flag is want. */
+static void wait_stalled(db *d, int want)
+{
+    struct timespec ms = { 0, 2000000 };
+    db_stats st;
+    for (int i = 0; i < 15000; i++) {
+        db_get_stats(d, &st);
+        if (st.stalled == want)
+            return;
+        nanosleep(&ms, NULL);
+    }
+    fail_msg("the writer's stalled flag never became %d", want);
+}
+
+/* Callback results in arrival order, written on the writer thread. */
+typedef struct order_log {
+    atomic_int n;
+    int status[256];
+    int64_t id[256];
+    char url[256][48];
+} order_log;
+
+static void order_cb(void *ud, const db_result *r)
+{
+    order_log *l = ud;
+    int i = atomic_load(&l->n);
+    if (i < 256) {
+        l->status[i] = r->status;
+        l->id[i] = r->id;
+        snprintf(l->url[i], sizeof l->url[i], "%.*s", (int)r->url_len, r->url);
+    }
+    atomic_store(&l->n, i + 1);
+}
+
+/* A producer that queues n inserts (urls "https://p.example/I") and keeps
+ * the return codes: it blocks while the queue is full. */
+typedef struct producer_job {
+    db *d;
+    int n;
+    order_log *log;
+    int rc[64];
+    atomic_int done;
+} producer_job;
+
+static void *producer_main(void *arg)
+{
+    producer_job *p = arg;
+    char url[64];
+    for (int i = 0; i < p->n; i++) {
+        snprintf(url, sizeof url, "https://p.example/%d", i);
+        db_url u = url_of(url, "p.example", 1);
+        p->rc[i] = db_insert_url(p->d, &u, order_cb, p->log);
+    }
+    atomic_store(&p->done, 1);
+    return NULL;
+}
+
+/* Attempts 2..4 fail with a full disk, the 5th commits. While it lasts,
+ * the stall shows in the stats and db_is_stalled; nothing queued is lost
+ * or runs ahead: an outcome queued after an insert does not commit before
+ * it, a producer blocked on the full queue goes on after, and every result
+ * arrives in queue order. db_flush waits through it and succeeds. */
+static void test_stall_holds_then_recovers(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 4, .queue_cap = 8 };
+    db *d = open_faulty(f->state, &o, "2:full:3");
+    order_log l = { 0 };
+    db_url a = url_of("https://a.example/", "a.example", 0);
+    db_url b = url_of("https://a.example/b", "a.example", 1);
+    db_outcome done = { .state = DB_STATE_DONE, .http_status = 200, .attempts = 1 };
+    int64_t ida = 0;
+    db_stats st;
+    char msg[512];
+
+    assert_int_equal(db_insert_url_wait(d, &a, &ida), 1); /* attempt 1 commits */
+    assert_int_equal(db_is_stalled(d), 0);
+    assert_int_equal(db_insert_url(d, &b, order_cb, &l), 0); /* attempt 2 is refused */
+    wait_stalled(d, 1);
+    assert_int_equal(db_is_stalled(d), 1);
+    /* queued during the stall: the page's outcome, after its link */
+    assert_int_equal(db_record_outcome(d, ida, &done), 0);
+    producer_job p = { .d = d, .n = 30, .log = &l };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, producer_main, &p), 0);
+    /* the producer fills the queue (8) and blocks: wait until it is full */
+    struct timespec ms = { 0, 2000000 };
+    for (int i = 0; i < 15000; i++) {
+        db_get_stats(d, &st);
+        if (st.queued == 8)
+            break;
+        nanosleep(&ms, NULL);
+    }
+    db_get_stats(d, &st);
+    assert_int_equal(st.stalled, 1);
+    assert_int_equal(st.stall_code, -ENOSPC);
+    assert_string_equal(db_error_reason(st.stall_code), "disk full");
+    assert_int_equal(st.failed, 0);
+    assert_int_equal(st.stalls, 1);
+    assert_int_equal(st.queued, 8);
+    assert_true(st.held >= 1 + 8); /* the refused batch and the queue */
+    assert_true(st.retry_in_ms <= 2000);
+    assert_int_equal(atomic_load(&p.done), 0);
+    assert_int_equal(atomic_load(&l.n), 0); /* nothing answered yet */
+    assert_true(db_last_error(d, msg, sizeof msg) == -ENOSPC);
+    assert_non_null(strstr(msg, "crawld.db"));
+    /* what a reader sees: only what committed */
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 1);
+    assert_int_equal(raw_int(f->state, "SELECT state FROM urls WHERE url = 'https://a.example/'"),
+                     DB_STATE_QUEUED);
+
+    assert_int_equal(db_flush(d), 0); /* waits out the stall */
+    pthread_join(t, NULL);
+    for (int i = 0; i < p.n; i++)
+        assert_int_equal(p.rc[i], 0);
+    assert_int_equal(db_flush(d), 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.stalled, 0);
+    assert_int_equal(st.stall_code, 0);
+    assert_int_equal(st.failed, 0);
+    assert_int_equal(st.stalls, 1);
+    assert_int_equal(st.held, 0);
+    assert_int_equal(st.retry_in_ms, 0);
+    assert_true(st.stall_ms >= 100 + 200 + 400); /* three backoff waits, at the least */
+    assert_int_equal(st.failed_ops, 0);
+    assert_int_equal(db_is_stalled(d), 0); /* dispatch may go on */
+    /* every result, in queue order: b, then the producer's 30 */
+    assert_int_equal(atomic_load(&l.n), 1 + p.n);
+    assert_string_equal(l.url[0], "https://a.example/b");
+    for (int i = 0; i < 1 + p.n; i++) {
+        assert_int_equal(l.status[i], 1);
+        if (i > 0) {
+            char want[64];
+            snprintf(want, sizeof want, "https://p.example/%d", i - 1);
+            assert_string_equal(l.url[i], want);
+            assert_true(l.id[i] > l.id[i - 1]);
+        }
+    }
+    assert_true(l.id[0] > ida);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 2 + p.n);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT state FROM urls WHERE url = 'https://a.example/'"),
+                     DB_STATE_DONE);
+    assert_int_equal(raw_int(f->state, "SELECT http_status FROM urls WHERE url = 'https://a.example/'"),
+                     200);
+}
+
+/* Each transient code stalls with its own reason and recovers; a later
+ * stall is counted as a second one. */
+static void test_stall_codes(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *fault;
+        int code;
+        const char *reason;
+    } cases[] = {
+        { "2:full:1,4:ioerr:2", -ENOSPC, "disk full" },
+        { "2:ioerr:1,4:busy:2", -EIO, "I/O error" },
+        { "2:busy:1,4:full:2", -EBUSY, "database busy" },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char dir[160];
+        snprintf(dir, sizeof dir, "%s/%zu", f->state, c);
+        db *d = open_faulty(dir, NULL, cases[c].fault);
+        order_log l = { 0 };
+        db_url u = url_of("https://c.example/1", "c.example", 0);
+        db_stats st;
+        assert_int_equal(db_insert_url_wait(d, &u, NULL), 1); /* 1 */
+        u.url = "https://c.example/2";
+        assert_int_equal(db_insert_url(d, &u, order_cb, &l), 0); /* 2 refused, 3 commits */
+        wait_stalled(d, 1);
+        db_get_stats(d, &st);
+        assert_int_equal(st.stall_code, cases[c].code);
+        assert_string_equal(db_error_reason(st.stall_code), cases[c].reason);
+        assert_int_equal(db_flush(d), 0);
+        assert_int_equal(atomic_load(&l.n), 1);
+        assert_int_equal(l.status[0], 1);
+        u.url = "https://c.example/3";
+        assert_int_equal(db_insert_url_wait(d, &u, NULL), 1); /* 4, 5 refused, 6 commits */
+        assert_int_equal(db_flush(d), 0);
+        db_get_stats(d, &st);
+        assert_int_equal(st.stalls, 2);
+        assert_int_equal(st.stalled, 0);
+        assert_int_equal(st.failed_ops, 0);
+        assert_int_equal(db_is_stalled(d), 0);
+        assert_int_equal(db_close(d), 0);
+        assert_int_equal(raw_int(dir, "SELECT count(*) FROM urls"), 3);
+    }
+}
+
+/* A stall that outlasts max_stall_ms: the writer gives up; the held batch,
+ * the queue and every later operation fail with the store's error, a
+ * producer blocked on the full queue returns, db_flush and db_close report
+ * it, and the file holds what committed before. */
+static void test_give_up_after_max_stall(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 2, .queue_cap = 4, .max_stall_ms = 300 };
+    db *d = open_faulty(f->state, &o, "2:full:100000");
+    order_log l = { 0 };
+    db_url a = url_of("https://a.example/", "a.example", 0);
+    db_stats st;
+    char msg[512];
+
+    assert_int_equal(db_insert_url_wait(d, &a, NULL), 1);
+    db_url b = url_of("https://a.example/b", "a.example", 1);
+    assert_int_equal(db_insert_url(d, &b, order_cb, &l), 0);
+    producer_job p = { .d = d, .n = 20, .log = &l };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, producer_main, &p), 0);
+    assert_int_equal(db_flush(d), -ENOSPC);
+    pthread_join(t, NULL); /* it returned */
+    int first_err = -1;
+    for (int i = 0; i < p.n; i++) {
+        if (p.rc[i] < 0 && first_err < 0)
+            first_err = i;
+        if (first_err >= 0 && i >= first_err)
+            assert_int_equal(p.rc[i], -ENOSPC); /* and every one after */
+    }
+    assert_true(first_err >= 0); /* 20 cannot all fit in 4 + the batch */
+    /* every queued one is answered, with the error. A flush that waited
+     * for room in the full queue returns at the give-up, perhaps before
+     * the writer has failed what was queued: wait for it (a bound). */
+    struct timespec ms = { 0, 2000000 };
+    for (int i = 0; i < 15000 && atomic_load(&l.n) < 1 + first_err; i++)
+        nanosleep(&ms, NULL);
+    assert_int_equal(atomic_load(&l.n), 1 + first_err);
+    for (int i = 0; i < atomic_load(&l.n); i++) {
+        assert_int_equal(l.status[i], -ENOSPC);
+        assert_int_equal(l.id[i], 0);
+    }
+    db_get_stats(d, &st);
+    assert_int_equal(st.failed, -ENOSPC);
+    assert_int_equal(st.stalled, 0);
+    assert_int_equal(st.stalls, 1);
+    assert_true(st.stall_ms >= 300);
+    /* b, the producer's queued inserts, and the flush if it was queued
+     * rather than still waiting for room when the writer gave up */
+    assert_true(st.failed_ops == 1 + first_err || st.failed_ops == 2 + first_err);
+    assert_int_equal(db_is_stalled(d), 1); /* still no dispatch */
+    assert_int_equal(db_last_error(d, msg, sizeof msg), -ENOSPC);
+    assert_non_null(strstr(msg, "gave up"));
+    assert_non_null(strstr(msg, "crawld.db"));
+    /* later operations fail at once */
+    db_url c = url_of("https://a.example/c", "a.example", 1);
+    assert_int_equal(db_insert_url(d, &c, order_cb, &l), -ENOSPC);
+    assert_int_equal(db_insert_url_wait(d, &c, NULL), -ENOSPC);
+    assert_int_equal(db_set_state(d, 1, DB_STATE_IN_FLIGHT), -ENOSPC);
+    assert_int_equal(db_flush(d), -ENOSPC);
+    assert_int_equal(db_close(d), -ENOSPC);
+    /* a later run on the same state: what committed is there */
+    d = open_ok(f->state, NULL);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 1);
+    assert_int_equal(db_insert_url_wait(d, &b, NULL), 1);
+    assert_int_equal(db_close(d), 0);
+}
+
+/* db_give_up ends a stall that would last for ever (max_stall_ms = 0),
+ * producers blocked on the full queue included; without a stall it does
+ * nothing. */
+static void test_give_up_now(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 2, .queue_cap = 4 };
+    char dir[160];
+    snprintf(dir, sizeof dir, "%s/calm", f->state);
+    db *d = open_ok(dir, &o);
+    db_url a = url_of("https://a.example/", "a.example", 0);
+    db_give_up(d); /* not stalled: no effect */
+    assert_int_equal(db_insert_url_wait(d, &a, NULL), 1);
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(db_close(d), 0);
+
+    d = open_faulty(f->state, &o, "1:ioerr:100000");
+    order_log l = { 0 };
+    assert_int_equal(db_insert_url(d, &a, order_cb, &l), 0);
+    wait_stalled(d, 1);
+    producer_job p = { .d = d, .n = 20, .log = &l };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, producer_main, &p), 0);
+    struct timespec ms = { 0, 2000000 };
+    db_stats st;
+    for (int i = 0; i < 15000; i++) {
+        db_get_stats(d, &st);
+        if (st.queued == 4)
+            break;
+        nanosleep(&ms, NULL);
+    }
+    assert_int_equal(st.queued, 4);
+    assert_int_equal(atomic_load(&p.done), 0); /* blocked */
+    db_give_up(d);
+    pthread_join(t, NULL);
+    assert_int_equal(p.rc[0], 0);
+    assert_int_equal(p.rc[p.n - 1], -EIO);
+    assert_int_equal(db_flush(d), -EIO);
+    /* callers return at once; the writer fails what it holds after them */
+    for (int i = 0; i < 15000; i++) {
+        db_get_stats(d, &st);
+        if (st.failed != 0 && st.queued == 0 && atomic_load(&l.n) >= 1 + 4)
+            break;
+        nanosleep(&ms, NULL);
+    }
+    assert_int_equal(st.failed, -EIO);
+    assert_int_equal(st.stalled, 0);
+    int answered = atomic_load(&l.n);
+    assert_true(answered >= 1 + 4);
+    for (int i = 0; i < answered; i++)
+        assert_int_equal(l.status[i], -EIO);
+    assert_int_equal(db_close(d), -EIO);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 0);
+}
+
+/* db_close during a stall tries once more: if that commits, nothing is
+ * lost and it returns 0; if not, it gives up and returns the error. */
+static void test_close_during_stall(void **state)
+{
+    fixture *f = *state;
+    char dir[160];
+    for (int lasting = 0; lasting < 2; lasting++) {
+        snprintf(dir, sizeof dir, "%s/%d", f->state, lasting);
+        db *d = open_faulty(dir, NULL, lasting ? "1:busy:100000" : "1:busy:1");
+        order_log l = { 0 };
+        db_url a = url_of("https://a.example/", "a.example", 0);
+        assert_int_equal(db_insert_url(d, &a, order_cb, &l), 0);
+        wait_stalled(d, 1);
+        int rc = db_close(d);
+        assert_int_equal(atomic_load(&l.n), 1);
+        if (lasting) {
+            assert_int_equal(rc, -EBUSY);
+            assert_int_equal(l.status[0], -EBUSY);
+            assert_int_equal(raw_int(dir, "SELECT count(*) FROM urls"), 0);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(l.status[0], 1);
+            assert_int_equal(raw_int(dir, "SELECT count(*) FROM urls"), 1);
+        }
+    }
+}
+
+/* ---- flush marks, identity, migration, hops ---- */
+
+typedef struct mark_log {
+    int64_t max_seen; /* the highest id a callback was given */
+    int n;
+} mark_log;
+
+static void mark_cb(void *ud, const db_result *r)
+{
+    mark_log *m = ud;
+    if (r->id > m->max_seen)
+        m->max_seen = r->id;
+    m->n++;
+}
+
+/* db_flush_mark's mark: every row up to it committed and its callback run;
+ * an existing URL does not move it; through a stall too. */
+static void test_flush_mark(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .batch_size = 7 };
+    db *d = open_faulty(f->state, &o, "3:full:2");
+    mark_log m = { 0 };
+    char url[64];
+    int64_t mark = -1;
+
+    assert_int_equal(db_flush_mark(d, &mark), 0); /* attempt 1 */
+    assert_int_equal(mark, 0);
+    for (int i = 0; i < 50; i++) {
+        db_url u = url_of(url, "m.example", 0);
+        make_url(url, sizeof url, 1, i);
+        assert_int_equal(db_insert_url(d, &u, mark_cb, &m), 0);
+    }
+    assert_int_equal(db_flush_mark(d, &mark), 0); /* through the stall at attempt 3 */
+    assert_int_equal(m.n, 50);
+    assert_int_equal(mark, m.max_seen);
+    assert_int_equal(mark, raw_int(f->state, "SELECT max(id) FROM urls"));
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 50);
+    db_stats st;
+    db_get_stats(d, &st);
+    assert_int_equal(st.stalls, 1);
+    /* duplicates: no new rows, the same mark */
+    for (int i = 0; i < 10; i++) {
+        db_url u = url_of(url, "m.example", 0);
+        make_url(url, sizeof url, 1, i);
+        assert_int_equal(db_insert_url(d, &u, mark_cb, &m), 0);
+    }
+    int64_t again = -1;
+    assert_int_equal(db_flush_mark(d, &again), 0);
+    assert_int_equal(again, mark);
+    assert_int_equal(m.n, 60);
+    /* async inserts then the mark, with no flush between: the mark covers them */
+    for (int i = 50; i < 53; i++) {
+        db_url u = url_of(url, "m.example", 0);
+        make_url(url, sizeof url, 1, i);
+        assert_int_equal(db_insert_url(d, &u, mark_cb, &m), 0);
+    }
+    assert_int_equal(db_flush_mark(d, &again), 0);
+    assert_int_equal(again, mark + 3);
+    assert_int_equal(m.max_seen, again);
+    assert_int_equal(db_close(d), 0);
+}
+
+static int is_hex_id(const char *s)
+{
+    if (s == NULL || strlen(s) != DB_CRAWL_ID_LEN)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* The crawl id: made once, stored in meta, the same after a reopen, and
+ * another state folder's is another. */
+static void test_crawl_id_stable(void **state)
+{
+    fixture *f = *state;
+    char id[DB_CRAWL_ID_LEN + 1], other[160], meta[64];
+    db *d = open_ok(f->state, NULL);
+    assert_true(is_hex_id(db_crawl_id(d)));
+    snprintf(id, sizeof id, "%s", db_crawl_id(d));
+    assert_int_equal(db_close(d), 0);
+    d = open_ok(f->state, NULL);
+    assert_string_equal(db_crawl_id(d), id);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_get_meta(rd, "crawl_id", meta, sizeof meta), 0);
+    assert_string_equal(meta, id);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+    snprintf(other, sizeof other, "%s/other", f->dir);
+    d = open_ok(other, NULL);
+    assert_true(is_hex_id(db_crawl_id(d)));
+    assert_string_not_equal(db_crawl_id(d), id);
+    assert_int_equal(db_close(d), 0);
+}
+
+/* Schema version 1 as crawld wrote it (its migration 0 and header). */
+static const char v1_schema[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+    "CREATE TABLE urls("
+    " id INTEGER PRIMARY KEY,"
+    " url TEXT NOT NULL UNIQUE,"
+    " host TEXT NOT NULL,"
+    " depth INTEGER NOT NULL DEFAULT 0,"
+    " parent INTEGER,"
+    " kind INTEGER NOT NULL DEFAULT 0,"
+    " state INTEGER NOT NULL DEFAULT 0,"
+    " discovered_at INTEGER NOT NULL DEFAULT 0,"
+    " fetched_at INTEGER,"
+    " http_status INTEGER,"
+    " bytes INTEGER,"
+    " fetch_ms INTEGER,"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " error TEXT,"
+    " content_type TEXT);"
+    "CREATE INDEX urls_state ON urls(state, depth, id) WHERE state <> 4;"
+    "CREATE INDEX urls_host_state ON urls(host, state, depth, id) WHERE state <> 4;"
+    "INSERT INTO meta(key, value) VALUES('schema_version', 1);"
+    "INSERT INTO meta(key, value) VALUES('created_at', 1700000000000);"
+    "PRAGMA application_id = 1131564132; PRAGMA user_version = 1;"
+    "INSERT INTO urls(url, host, depth, state, attempts) VALUES"
+    " ('https://old.example/', 'old.example', 0, 2, 1),"
+    " ('https://old.example/a', 'old.example', 1, 0, 0),"
+    " ('https://old.example/b', 'old.example', 1, 1, 1);";
+
+/* A v1 file (before crawl ids and hops) is migrated: rows kept, the new
+ * columns there with their defaults, a crawl id made and kept. */
+static void test_migrate_from_v1(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(mkdir(f->state, 0700), 0);
+    assert_int_equal(raw_exec(f->state, v1_schema), SQLITE_OK);
+    db *d = open_ok(f->state, NULL);
+    assert_int_equal(db_recovered_in_flight(d), 1);
+    assert_true(is_hex_id(db_crawl_id(d)));
+    char id[DB_CRAWL_ID_LEN + 1];
+    snprintf(id, sizeof id, "%s", db_crawl_id(d));
+    db_url u = url_of("https://old.example/a", "old.example", 1);
+    int64_t rid = 0;
+    assert_int_equal(db_insert_url_wait(d, &u, &rid), 0); /* still known */
+    assert_int_equal(rid, 2);
+    db_url n = url_of("https://old.example/r", "old.example", 2);
+    n.hops = 3;
+    n.kind = DB_KIND_REDIRECT;
+    assert_int_equal(db_insert_url_wait(d, &n, &rid), 1);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    int st = -1, att = -1, hops = -1;
+    assert_int_equal(db_reader_row(rd, 1, &st, &att, &hops), 0);
+    assert_int_equal(st, DB_STATE_DONE);
+    assert_int_equal(att, 1);
+    assert_int_equal(hops, 0); /* the default for old rows */
+    assert_int_equal(db_reader_row(rd, rid, &st, &att, &hops), 0);
+    assert_int_equal(hops, 3);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 2);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='created_at'"),
+                     1700000000000LL);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE fetch_url IS NULL"), 4);
+    d = open_ok(f->state, NULL);
+    assert_string_equal(db_crawl_id(d), id);
+    assert_int_equal(db_close(d), 0);
+}
+
+/* Redirect hops are stored with the row and read back (the limit holds
+ * across a restart); a negative count is refused. */
+static void test_hops_read_back(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_url u = url_of("https://h.example/redirect/hop/4", "h.example", 3);
+    int64_t id = 0, id0 = 0;
+    u.hops = 4;
+    u.kind = DB_KIND_REDIRECT;
+    assert_int_equal(db_insert_url_wait(d, &u, &id), 1);
+    db_url z = url_of("https://h.example/", "h.example", 0);
+    assert_int_equal(db_insert_url_wait(d, &z, &id0), 1);
+    db_url bad = url_of("https://h.example/bad", "h.example", 0);
+    bad.hops = -1;
+    assert_int_equal(db_insert_url(d, &bad, NULL, NULL), -EINVAL);
+    db_outcome oc = { .state = DB_STATE_QUEUED, .attempts = 2, .error = "timeout" };
+    assert_int_equal(db_record_outcome(d, id, &oc), 0);
+    assert_int_equal(db_close(d), 0);
+
+    d = open_ok(f->state, NULL);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    int st = -1, att = -1, hops = -1;
+    assert_int_equal(db_reader_row(rd, id, &st, &att, &hops), 0);
+    assert_int_equal(st, DB_STATE_QUEUED);
+    assert_int_equal(att, 2);
+    assert_int_equal(hops, 4);
+    assert_int_equal(db_reader_row(rd, id0, NULL, NULL, &hops), 0);
+    assert_int_equal(hops, 0);
+    assert_int_equal(db_reader_row(rd, id0 + 100, &st, &att, &hops), -ENOENT);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+}
+
 /* ---- out of memory ---- */
 
 static void test_out_of_memory(void **state)
@@ -1419,6 +1971,15 @@ int main(void)
         T(test_crash_safety),
         T(test_write_error_reported),
         T(test_out_of_memory),
+        T(test_stall_holds_then_recovers),
+        T(test_stall_codes),
+        T(test_give_up_after_max_stall),
+        T(test_give_up_now),
+        T(test_close_during_stall),
+        T(test_flush_mark),
+        T(test_crawl_id_stable),
+        T(test_migrate_from_v1),
+        T(test_hops_read_back),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
