@@ -1514,8 +1514,6 @@ static int stall(db *d, struct op *batch, size_t n, int code, char *text, size_t
         pthread_cond_broadcast(&d->notfull);
     }
     pthread_mutex_unlock(&d->mu);
-    if (code == 0)
-        atomic_store(&d->pausing, 0);
     return code;
 }
 
