@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "config/config.h"
+#include "crawler/web/url.h"
 #include "dedup/seen.h"
 
 typedef struct crawl crawl;
@@ -62,7 +63,8 @@ typedef struct crawl_status {
     uint64_t status_counts[600];
     uint64_t bytes;            /* body bytes on the wire */
     uint64_t links;            /* links extracted */
-    uint64_t links_rejected;   /* refused by canonicalization */
+    uint64_t links_rejected;   /* refused by the URL parser */
+    uint64_t links_rejected_by[URL_REJ_COUNT]; /* the same by reason (enum url_reject) */
     uint64_t links_out_of_scope; /* refused by scope, depth or a trap */
     uint64_t nofollow_skipped;
     uint64_t redirects;
