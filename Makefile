@@ -12,8 +12,9 @@ VARIANT ?=
 DEB_PKGS = pkg-config gcc make clang libclang-rt-14-dev libcurl4-openssl-dev \
 	libxml2-dev libxml2-utils libxxhash-dev libsqlite3-dev libcmocka-dev \
 	libmicrohttpd-dev libjansson-dev libpsl-dev zlib1g-dev libssl-dev \
-	libbloom-dev libbrotli-dev chromium
-PC_LIBS = libcurl libxml-2.0 libxxhash sqlite3 libmicrohttpd jansson libpsl zlib libcrypto libbrotlidec
+	libbloom-dev libbrotli-dev libidn2-dev nodejs chromium
+PC_LIBS = libcurl libxml-2.0 libxxhash sqlite3 libmicrohttpd jansson libpsl zlib libcrypto libbrotlidec \
+	libidn2
 
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wwrite-strings -Wvla -Wformat=2

@@ -1,11 +1,16 @@
-/* bench/bench_url: URL canonicalization speed, fast path against the curl
- * path, on link-like input: pages on a few hundred hosts, ~40 links each,
- * in the shapes hrefs come in (absolute, root-relative, relative, "../",
- * query with tracking parameters, fragments, protocol-relative, a few
- * mailto:/javascript:). Also the bare cost of one curl_url_set + get of the
- * whole URL, the figure the fast path exists to beat.
- * Each figure is the best of a few runs (the machine is shared).
- * usage: bench_url [links [runs]]   (default 200000 3) */
+/* bench/bench_url: URL parsing speed per link: the WHATWG parser (fetch form
+ * and key, what the crawl computes for every link) against the
+ * canonicalizer it replaced (bench/url_v1.inc: its fast path, the goal's
+ * yardstick, and its curl_url path) and against bare curl_url calls, on
+ * link-like input: pages on a few hundred hosts, ~40 links each, in the
+ * shapes hrefs come in (absolute, root-relative, relative, "../", query with
+ * tracking parameters, fragments, protocol-relative, a few mailto: /
+ * javascript:, a few IDN hosts). Also canonical absolute input (seeds, the
+ * dedup tool).
+ *
+ * The measurements are interleaved, round after round, so the machine's
+ * load falls on all of them alike; each figure is the median of the rounds.
+ * usage: bench_url [links [rounds]]   (default 200000 7) */
 #include <curl/curl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +21,10 @@
 #include "common/buf.h"
 #include "crawler/web/url.h"
 
+#include "url_v1.inc"
+
 #define LINKS_PER_PAGE 40
+#define MAX_ROUNDS 31
 
 typedef struct link {
     char base[160];
@@ -80,6 +88,8 @@ static void make_links(link *l, size_t n)
             snprintf(r, rs, "/%s/%s?q=%u&lang=en", w1, w2, id);
         else if (k < 95)
             snprintf(r, rs, "HTTPS://WWW.Site%u.Example/%s", rnd(500), w1);
+        else if (k < 96)
+            snprintf(r, rs, "https://b\xc3\xbc" "cher%u.example/%s", rnd(20), w1);
         else if (k < 97)
             snprintf(r, rs, "mailto:info@%s", host);
         else if (k < 98)
@@ -90,25 +100,33 @@ static void make_links(link *l, size_t n)
 }
 
 /* which measurement */
-enum { M_FAST, M_CURL, M_BARE_REL, M_BARE_ABS, M_ABS_FAST, M_ABS_CURL, M_N };
+enum {
+    M_NEW_BOTH, M_NEW_KEY, M_NEW_FETCH, M_OLD_FAST, M_OLD_CURL, M_BARE_REL,
+    M_ABS_NEW_BOTH, M_ABS_OLD_FAST, M_ABS_OLD_CURL, M_BARE_ABS, M_N
+};
 
 static const char *const mname[M_N] = {
-    "url_canon_resolve, fast path",
-    "url_canon_resolve, curl path only",
-    "bare curl: set base + set ref + get URL",
-    "bare curl: set absolute URL + get URL",
-    "canonical absolute input, fast path",
-    "canonical absolute input, curl path only",
+    "new parser: fetch form + key (per link)",
+    "new parser: key only",
+    "new parser: fetch form only",
+    "old canonicalizer, fast path (the goal's yardstick)",
+    "old canonicalizer, curl path only",
+    "bare curl_url: set base + set ref + get URL",
+    "absolute input, new parser: fetch form + key",
+    "absolute input, old fast path",
+    "absolute input, old curl path only",
+    "absolute input, bare curl_url: set + get URL",
 };
 
 typedef struct ctx {
-    url_canon *fast, *slow;
+    url_canon *c;
+    v1_canon *fast, *slow;
     CURLU *h;
     const link *l;   /* links with their page */
     size_t n;
-    char **abs;      /* canonical results, used as absolute input */
+    char **abs;      /* fetch forms, used as absolute input */
     size_t nabs;
-    cr_buf out;
+    cr_buf out, key;
     size_t accepted;
     uint64_t sum;
 } ctx;
@@ -116,45 +134,70 @@ typedef struct ctx {
 static void run(ctx *x, int m)
 {
     url_reject why;
+    v1_reject vwhy;
     x->accepted = 0;
-    if (m == M_FAST || m == M_CURL) {
-        url_canon *c = m == M_FAST ? x->fast : x->slow;
-        for (size_t i = 0; i < x->n; i++) {
-            const link *k = &x->l[i];
-            if (url_canon_resolve(c, k->base, strlen(k->base), k->ref, strlen(k->ref), &x->out,
-                                  &why) == 0) {
-                x->accepted++;
-                x->sum += x->out.len;
-            }
-        }
-    } else if (m == M_ABS_FAST || m == M_ABS_CURL) {
-        url_canon *c = m == M_ABS_FAST ? x->fast : x->slow;
-        for (size_t i = 0; i < x->nabs; i++)
-            if (url_canon_resolve(c, NULL, 0, x->abs[i], strlen(x->abs[i]), &x->out, &why) == 0)
-                x->accepted++;
-    } else {
-        for (size_t i = 0; i < x->n; i++) {
+    bool abs = m >= M_ABS_NEW_BOTH;
+    size_t n = abs ? x->nabs : x->n;
+    for (size_t i = 0; i < n; i++) {
+        const char *base = abs ? NULL : x->l[i].base;
+        const char *ref = abs ? x->abs[i] : x->l[i].ref;
+        size_t blen = base ? strlen(base) : 0, rlen = strlen(ref);
+        int r = -1;
+        switch (m) {
+        case M_NEW_BOTH:
+        case M_ABS_NEW_BOTH:
+            r = url_canon_forms(x->c, base, blen, ref, rlen, &x->out, &x->key, &why);
+            break;
+        case M_NEW_KEY:
+            r = url_canon_forms(x->c, base, blen, ref, rlen, NULL, &x->key, &why);
+            break;
+        case M_NEW_FETCH:
+            r = url_canon_forms(x->c, base, blen, ref, rlen, &x->out, NULL, &why);
+            break;
+        case M_OLD_FAST:
+        case M_ABS_OLD_FAST:
+            r = v1_canon_resolve(x->fast, base, blen, ref, rlen, &x->out, &vwhy);
+            break;
+        case M_OLD_CURL:
+        case M_ABS_OLD_CURL:
+            r = v1_canon_resolve(x->slow, base, blen, ref, rlen, &x->out, &vwhy);
+            break;
+        default: {
             char *u = NULL;
-            CURLUcode rc = curl_url_set(x->h, CURLUPART_URL, x->l[i].base, 0);
-            if (rc == CURLUE_OK && m == M_BARE_REL)
-                rc = curl_url_set(x->h, CURLUPART_URL, x->l[i].ref, 0);
-            if (rc == CURLUE_OK && curl_url_get(x->h, CURLUPART_URL, &u, 0) == CURLUE_OK) {
-                x->accepted++;
+            CURLUcode rc = curl_url_set(x->h, CURLUPART_URL, abs ? ref : base, 0);
+            if (rc == CURLUE_OK && !abs)
+                rc = curl_url_set(x->h, CURLUPART_URL, ref, 0);
+            if (rc == CURLUE_OK && curl_url_get(x->h, CURLUPART_URL, &u, 0) == CURLUE_OK)
+                r = 0;
+            if (u)
                 x->sum += strlen(u);
-            }
             curl_free(u);
+            break;
+        }
+        }
+        if (r == 0) {
+            x->accepted++;
+            x->sum += x->out.len + x->key.len;
         }
     }
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
 {
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 200000;
-    int reps = argc > 2 ? atoi(argv[2]) : 3;
+    int rounds = argc > 2 ? atoi(argv[2]) : 7;
     if (n < LINKS_PER_PAGE)
         n = LINKS_PER_PAGE;
-    if (reps < 1)
-        reps = 1;
+    if (rounds < 1)
+        rounds = 1;
+    if (rounds > MAX_ROUNDS)
+        rounds = MAX_ROUNDS;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     ctx x;
     memset(&x, 0, sizeof x);
@@ -167,50 +210,63 @@ int main(int argc, char **argv)
     x.n = n;
     url_policy p;
     url_policy_defaults(&p);
-    x.fast = url_canon_new(&p);
-    p.curl_only = true;
-    x.slow = url_canon_new(&p);
+    x.c = url_canon_new(&p);
+    v1_policy vp;
+    v1_policy_defaults(&vp);
+    x.fast = v1_canon_new(&vp);
+    vp.curl_only = true;
+    x.slow = v1_canon_new(&vp);
     x.h = curl_url();
-    if (x.fast == NULL || x.slow == NULL || x.h == NULL)
+    if (x.c == NULL || x.fast == NULL || x.slow == NULL || x.h == NULL)
         return 1;
     cr_buf_init(&x.out, 0);
+    cr_buf_init(&x.key, 0);
     for (size_t i = 0; i < n; i++) {
         url_reject why;
-        if (url_canon_resolve(x.fast, l[i].base, strlen(l[i].base), l[i].ref, strlen(l[i].ref),
-                              &x.out, &why) == 0)
+        if (url_canon_forms(x.c, l[i].base, strlen(l[i].base), l[i].ref, strlen(l[i].ref),
+                            &x.out, NULL, &why) == 0)
             x.abs[x.nabs++] = strdup(x.out.data);
     }
 
-    double best[M_N];
+    static double t[M_N][MAX_ROUNDS];
     size_t acc[M_N];
-    url_canon_stats s0, s1;
-    url_canon_get_stats(x.fast, &s0);
-    for (int m = 0; m < M_N; m++) {
-        best[m] = 1e30;
-        for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < rounds; r++) {
+        for (int m = 0; m < M_N; m++) {
             double t0 = now();
             run(&x, m);
-            double t = (now() - t0) * 1e9 / (double)(m >= M_ABS_FAST ? x.nabs : n);
-            if (t < best[m])
-                best[m] = t;
+            t[m][r] = (now() - t0) * 1e9 / (double)(m >= M_ABS_NEW_BOTH ? x.nabs : n);
+            acc[m] = x.accepted;
         }
-        acc[m] = x.accepted;
-        if (m == M_FAST)
-            url_canon_get_stats(x.fast, &s1);
     }
-    printf("links: %zu (%d per page), accepted %zu, fast path took %.1f%% of them; "
-           "best of %d runs\n",
-           n, LINKS_PER_PAGE, acc[M_FAST],
-           100.0 * (double)(s1.fast - s0.fast) / (double)reps / (double)(acc[M_FAST] ? acc[M_FAST] : 1),
-           reps);
-    printf("%-44s %10s %14s\n", "", "ns/URL", "URLs/s");
-    for (int m = 0; m < M_N; m++)
-        printf("%-44s %10.0f %14.0f\n", mname[m], best[m], 1e9 / best[m]);
-    printf("fast path vs curl path: %.1fx on links, %.1fx on canonical absolute URLs\n",
-           best[M_CURL] / best[M_FAST], best[M_ABS_CURL] / best[M_ABS_FAST]);
+    double med[M_N];
+    for (int m = 0; m < M_N; m++) {
+        qsort(t[m], (size_t)rounds, sizeof t[m][0], cmp_d);
+        med[m] = t[m][rounds / 2];
+    }
+    url_canon_stats st;
+    url_canon_get_stats(x.c, &st);
+    printf("%zu links (%d per page), %zu absolute URLs; medians of %d interleaved rounds\n\n",
+           n, LINKS_PER_PAGE, x.nabs, rounds);
+    printf("| | accepted | ns/URL | URLs/s | vs old fast path |\n|---|---:|---:|---:|---:|\n");
+    for (int m = 0; m < M_N; m++) {
+        int ref = m >= M_ABS_NEW_BOTH ? M_ABS_OLD_FAST : M_OLD_FAST;
+        printf("| %s | %zu | %.0f | %.0f | %.2fx |\n", mname[m], acc[m], med[m], 1e9 / med[m],
+               med[m] / med[ref]);
+    }
+    printf("\ngoal: the new parser (fetch form + key) within 1.3x of the old fast path per "
+           "link: %.2fx (%s)\n",
+           med[M_NEW_BOTH] / med[M_OLD_FAST],
+           med[M_NEW_BOTH] <= 1.3 * med[M_OLD_FAST] ? "met" : "missed");
+    v1_canon_stats vs;
+    v1_canon_get_stats(x.fast, &vs);
+    printf("hosts through libidn2: %llu labels; the old fast path handed %.1f%% of what it "
+           "accepted to curl\n",
+           (unsigned long long)st.idna_labels,
+           100.0 * (double)vs.curl / (double)(vs.fast + vs.curl ? vs.fast + vs.curl : 1));
     int rc = 0;
-    if (acc[M_FAST] != acc[M_CURL] || acc[M_ABS_FAST] != x.nabs || acc[M_ABS_CURL] != x.nabs) {
-        fprintf(stderr, "bench_url: the paths disagree on what to accept\n");
+    if (acc[M_NEW_BOTH] != acc[M_NEW_KEY] || acc[M_NEW_BOTH] != acc[M_NEW_FETCH] ||
+        acc[M_ABS_NEW_BOTH] != x.nabs) {
+        fprintf(stderr, "bench_url: the new parser's outputs disagree on what to accept\n");
         rc = 1;
     }
     fprintf(stderr, "(checksum %llu)\n", (unsigned long long)x.sum);
@@ -218,9 +274,11 @@ int main(int argc, char **argv)
         free(x.abs[i]);
     free(x.abs);
     cr_buf_release(&x.out);
+    cr_buf_release(&x.key);
     curl_url_cleanup(x.h);
-    url_canon_free(x.fast);
-    url_canon_free(x.slow);
+    url_canon_free(x.c);
+    v1_canon_free(x.fast);
+    v1_canon_free(x.slow);
     free(l);
     curl_global_cleanup();
     return rc;

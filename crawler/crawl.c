@@ -100,7 +100,7 @@ enum crawl_end { END_RUNNING, END_DRAINED, END_MAX_PAGES, END_STOPPED, END_STORA
  * links_feed / links_finish call (which is when callbacks happen). */
 typedef struct tctx {
     url_canon *uc;
-    cr_buf base, out;           /* on_link's scratch: no allocation per link */
+    cr_buf base, out, key;      /* on_link's scratch: no allocation per link */
     links_parser *pool[POOL_PER_THREAD];
     int npool;
     fjob *current;
@@ -143,6 +143,7 @@ struct crawl {
 
     atomic_uint_fast64_t pages, fetch_errors, status_counts[600], bytes, links, links_rejected,
         links_out_of_scope, nofollow_skipped, redirects, redirects_too_long, truncated;
+    atomic_uint_fast64_t links_rejected_by[URL_REJ_COUNT];
     atomic_uint_fast64_t errors_by_kind[FETCH_ERR_COUNT];
     sampler *smp;               /* the scheduler's: figures over time */
 };
@@ -207,73 +208,89 @@ typedef struct pending {
     crawl *c;
     int depth;
     int kind;
+    size_t fetch_len;
+    char fetch[];   /* the fetch form, what the frontier hands out */
 } pending;
+
+/* Pushes a new row: the frontier gets its fetch form. */
+static void push_new(crawl *c, int64_t id, const char *fetch, size_t flen, int depth, int kind)
+{
+    size_t off, hl;
+    char host[DB_HOST_MAX + 1];
+    if (url_host(fetch, flen, &off, &hl) == 0 && hl <= DB_HOST_MAX) {
+        memcpy(host, fetch + off, hl);
+        host[hl] = '\0';
+        frontier_push(c->fr, id, fetch, flen, host, depth, kind);
+        nudge(c);
+    }
+}
 
 /* Writer thread, after COMMIT of a Bloom-NO insert. */
 static void on_inserted(void *ud, const db_result *r)
 {
     pending *p = ud;
-    if (r->status == 1) {
-        size_t off, hl;
-        char host[DB_HOST_MAX + 1];
-        if (url_host(r->url, r->url_len, &off, &hl) == 0 && hl <= DB_HOST_MAX) {
-            memcpy(host, r->url + off, hl);
-            host[hl] = '\0';
-            frontier_push(p->c->fr, r->id, r->url, r->url_len, host, p->depth, p->kind);
-            nudge(p->c);
-        }
-    }
+    if (r->status == 1)
+        push_new(p->c, r->id, p->fetch, p->fetch_len, p->depth, p->kind);
     cr_free(p);
 }
 
 #define DISCOVER_OUT_OF_SCOPE 2
 
-/* A canonical URL found at depth through a link of kind: 1 new and queued,
- * 0 duplicate (or no host), DISCOVER_OUT_OF_SCOPE, < 0 storage error. */
-static int admit(crawl *c, const char *url, size_t len, int depth, int kind, int hops);
+/* A URL found at depth through a link of kind, as its fetch form (what is
+ * requested, scoped and archived; the first spelling found is the one
+ * fetched) and its key (the seen test): 1 new and queued, 0 duplicate (or
+ * no host), DISCOVER_OUT_OF_SCOPE, < 0 storage error. hops: the redirects
+ * that led to it (stored with the row). */
+static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
+                 int depth, int kind, int hops);
 
-static int discover(crawl *c, const char *url, size_t len, int depth, int kind, int hops)
+static int discover(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
+                    int depth, int kind, int hops)
 {
-    scope_verdict v = scope_check(c->sc, url, len, depth, kind);
+    scope_verdict v = scope_check(c->sc, fetch, flen, depth, kind);
     if (v != SCOPE_ALLOWED) {
         bump(&c->links_out_of_scope);
         return DISCOVER_OUT_OF_SCOPE;
     }
-    return admit(c, url, len, depth, kind, hops);
+    return admit(c, fetch, flen, key, klen, depth, kind, hops);
 }
 
 /* An in-scope URL: the seen test, and if new its row (queued) and its
  * place in the frontier, once the row is committed. 1 new, 0 duplicate
  * (or no host), < 0 storage error. */
-static int admit(crawl *c, const char *url, size_t len, int depth, int kind, int hops)
+static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
+                 int depth, int kind, int hops)
 {
     size_t off, hl;
-    if (url_host(url, len, &off, &hl) < 0)
+    if (url_host(fetch, flen, &off, &hl) < 0)
         return 0;
-    pending *p = cr_malloc(sizeof *p);
+    pending *p = cr_malloc(sizeof *p + flen);
     if (p == NULL)
         return -ENOMEM;
     p->c = c;
     p->depth = depth;
     p->kind = kind;
-    verifier_row row = { .u = { .host = url + off, .host_len = hl, .depth = depth, .kind = kind,
+    p->fetch_len = flen;
+    memcpy(p->fetch, fetch, flen);
+    verifier_row row = { .u = { .fetch_url = fetch, .fetch_url_len = flen, .host = fetch + off,
+                                .host_len = hl, .depth = depth, .kind = kind,
                                 .state = DB_STATE_QUEUED, .hops = hops },
                          .on_new = on_inserted, .ud = p };
-    int r = seen_test(c->s, url, len, true, &row);
+    int r = seen_test(c->s, key, klen, true, &row);
     if (r < 0 || r != SEEN_NEW_BLOOM)
         cr_free(p); /* the callback owns p only when an async insert was queued */
     if (r < 0)
         return r;
-    if (r == SEEN_NEW_VERIFIED && row.id > 0) {
-        char host[DB_HOST_MAX + 1];
-        if (hl <= DB_HOST_MAX) {
-            memcpy(host, url + off, hl);
-            host[hl] = '\0';
-            frontier_push(c->fr, row.id, url, len, host, depth, kind);
-            nudge(c);
-        }
-    }
+    if (r == SEEN_NEW_VERIFIED && row.id > 0)
+        push_new(c, row.id, fetch, flen, depth, kind);
     return seen_is_new((seen_result)r) ? 1 : 0;
+}
+
+static void count_rejected(crawl *c, url_reject why)
+{
+    bump(&c->links_rejected);
+    if ((unsigned)why < URL_REJ_COUNT)
+        bump(&c->links_rejected_by[why]);
 }
 
 /* ---- fetcher hooks (fetcher threads) ------------------------------------ */
@@ -343,18 +360,19 @@ static void on_link(void *ud, const links_link *l)
     url_reject why;
     const char *b = j->url;
     size_t blen = j->url_len;
-    if (l->base && url_canon_resolve(t->uc, j->url, j->url_len, l->base, l->base_len, &t->base,
-                                     &why) == 0) {
+    if (l->base && url_canon_forms(t->uc, j->url, j->url_len, l->base, l->base_len, &t->base,
+                                   NULL, &why) == 0) {
         b = t->base.data;
         blen = t->base.len;
     }
-    if (url_canon_resolve(t->uc, b, blen, l->url, l->url_len, &t->out, &why) < 0) {
-        bump(&c->links_rejected);
+    if (url_canon_forms(t->uc, b, blen, l->url, l->url_len, &t->out, &t->key, &why) < 0) {
+        count_rejected(c, why);
     } else {
         int kind = l->cls == LINKS_REQUISITE && scope_in_scope(c->sc, j->url, j->url_len)
                        ? DB_KIND_REQUISITE
                        : DB_KIND_NAVIGATION;
-        int r = discover(c, t->out.data, t->out.len, j->fj.depth + 1, kind, 0);
+        int r = discover(c, t->out.data, t->out.len, t->key.data, t->key.len, j->fj.depth + 1,
+                         kind, 0);
         if (r == 0 || r == 1) {
             j->links_tested++;
             j->links_new += r;
@@ -448,8 +466,8 @@ static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
         cr_buf out;
         cr_buf_init(&out, 0);
         url_reject why;
-        if (t && url_canon_resolve(t->uc, j->url, strlen(j->url), j->location,
-                                   strlen(j->location), &out, &why) == 0) {
+        if (t && url_canon_forms(t->uc, j->url, strlen(j->url), j->location,
+                                 strlen(j->location), &out, NULL, &why) == 0) {
             fjob *next = cr_calloc(1, sizeof *next);
             if (next) {
                 next->c = c;
@@ -528,17 +546,22 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
             bump(&c->redirects_too_long);
         } else {
             tctx *t = my_ctx(c);
-            cr_buf out;
+            cr_buf out, key;
             cr_buf_init(&out, 0);
-            url_reject why;
-            if (t && url_canon_resolve(t->uc, j->url, strlen(j->url), j->location,
-                                       strlen(j->location), &out, &why) == 0) {
+            cr_buf_init(&key, 0);
+            url_reject why = URL_OK;
+            int rr = t ? url_canon_forms(t->uc, j->url, strlen(j->url), j->location,
+                                         strlen(j->location), &out, &key, &why)
+                       : -EINVAL;
+            if (rr == 0) {
                 int kind = j->fj.kind == DB_KIND_REQUISITE ? DB_KIND_REQUISITE : DB_KIND_REDIRECT;
-                discover(c, out.data, out.len, j->fj.depth + 1, kind, j->hops + 1);
+                discover(c, out.data, out.len, key.data, key.len, j->fj.depth + 1, kind,
+                         j->hops + 1);
             } else {
-                bump(&c->links_rejected);
+                count_rejected(c, why);
             }
             cr_buf_release(&out);
+            cr_buf_release(&key);
         }
     }
     char reason[512];
@@ -754,6 +777,7 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
         c->threads[i].uc = url_canon_new(&up);
         cr_buf_init(&c->threads[i].base, 0);
         cr_buf_init(&c->threads[i].out, 0);
+        cr_buf_init(&c->threads[i].key, 0);
         if (c->threads[i].uc == NULL) {
             snprintf(err, errlen, "out of memory");
             goto fail;
@@ -794,49 +818,55 @@ fail:
 
 int crawl_add_seed(crawl *c, const char *url, size_t len, char *why, size_t whylen)
 {
-    cr_buf out;
+    cr_buf out, key;
     cr_buf_init(&out, 0);
+    cr_buf_init(&key, 0);
     url_reject rej;
     pthread_mutex_lock(&c->api_lock);
-    int rc = url_canon_resolve(c->uc, NULL, 0, url, len, &out, &rej);
+    int rc = url_canon_forms(c->uc, NULL, 0, url, len, &out, &key, &rej);
     pthread_mutex_unlock(&c->api_lock);
     if (rc < 0) {
         snprintf(why, whylen, "%s", rc == -EINVAL ? url_reject_str(rej) : "out of memory");
         cr_buf_release(&out);
+        cr_buf_release(&key);
         return -EINVAL;
     }
     scope_add_seed(c->sc, out.data, out.len);
-    rc = discover(c, out.data, out.len, 0, DB_KIND_SEED, 0);
+    rc = discover(c, out.data, out.len, key.data, key.len, 0, DB_KIND_SEED, 0);
     if (rc < 0)
         snprintf(why, whylen, "the database failed");
     cr_buf_release(&out);
+    cr_buf_release(&key);
     nudge(c);
     return rc < 0 ? -EIO : rc == DISCOVER_OUT_OF_SCOPE ? 0 : rc;
 }
 
 int crawl_dedup_url(crawl *c, const char *url, size_t len)
 {
-    cr_buf out;
+    cr_buf out, key;
     cr_buf_init(&out, 0);
+    cr_buf_init(&key, 0);
     url_reject rej;
     pthread_mutex_lock(&c->api_lock);
-    int rc = url_canon_resolve(c->uc, NULL, 0, url, len, &out, &rej);
+    int rc = url_canon_forms(c->uc, NULL, 0, url, len, &out, &key, &rej);
     pthread_mutex_unlock(&c->api_lock);
     if (rc < 0) {
         rc = -EINVAL;
     } else if (scope_in_scope(c->sc, out.data, out.len)) {
         /* in scope: queued and pushed to the frontier, as crawl.h says */
-        rc = admit(c, out.data, out.len, 0, DB_KIND_NAVIGATION, 0);
+        rc = admit(c, out.data, out.len, key.data, key.len, 0, DB_KIND_NAVIGATION, 0);
         nudge(c);
     } else {
         size_t off = 0, hl = 0;
         url_host(out.data, out.len, &off, &hl);
-        verifier_row row = { .u = { .host = out.data + off, .host_len = hl,
+        verifier_row row = { .u = { .fetch_url = out.data, .fetch_url_len = out.len,
+                                    .host = out.data + off, .host_len = hl,
                                     .kind = DB_KIND_NAVIGATION, .state = DB_STATE_SEEN_ONLY } };
-        int r = seen_test(c->s, out.data, out.len, false, &row);
+        int r = seen_test(c->s, key.data, key.len, false, &row);
         rc = r < 0 ? r : seen_is_new((seen_result)r) ? 1 : 0;
     }
     cr_buf_release(&out);
+    cr_buf_release(&key);
     return rc;
 }
 
@@ -1053,6 +1083,8 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     st->bytes = atomic_load(&c->bytes);
     st->links = atomic_load(&c->links);
     st->links_rejected = atomic_load(&c->links_rejected);
+    for (int r = 0; r < URL_REJ_COUNT; r++)
+        st->links_rejected_by[r] = atomic_load(&c->links_rejected_by[r]);
     st->links_out_of_scope = atomic_load(&c->links_out_of_scope);
     st->nofollow_skipped = atomic_load(&c->nofollow_skipped);
     st->redirects = atomic_load(&c->redirects);
@@ -1220,6 +1252,7 @@ int crawl_close(crawl *c)
         url_canon_free(c->threads[i].uc);
         cr_buf_release(&c->threads[i].base);
         cr_buf_release(&c->threads[i].out);
+        cr_buf_release(&c->threads[i].key);
         for (int k = 0; k < c->threads[i].npool; k++)
             links_free(c->threads[i].pool[k]);
     }

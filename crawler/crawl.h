@@ -22,6 +22,7 @@
 
 #include "config/config.h"
 #include "crawler/web/fetch.h"
+#include "crawler/web/url.h"
 #include "dedup/bloom.h"
 #include "dedup/seen.h"
 #include "frontier/frontier.h"
@@ -75,7 +76,8 @@ typedef struct crawl_status {
     uint64_t errors_by_kind[FETCH_ERR_COUNT]; /* fetch errors by fetch_error */
     uint64_t bytes;            /* body bytes on the wire */
     uint64_t links;            /* links extracted */
-    uint64_t links_rejected;   /* refused by canonicalization */
+    uint64_t links_rejected;   /* refused by the URL parser */
+    uint64_t links_rejected_by[URL_REJ_COUNT]; /* the same by reason (enum url_reject) */
     uint64_t links_out_of_scope; /* refused by scope, depth or a trap */
     uint64_t nofollow_skipped;
     uint64_t redirects;

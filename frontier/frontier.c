@@ -519,7 +519,7 @@ static int refill_row(void *ud, const db_row *row)
     e.depth = row->depth;
     e.kind = row->kind;
     e.attempts = row->attempts;
-    e.url = cr_strndup(row->url, row->url_len);
+    e.url = cr_strndup(row->fetch_url, row->fetch_url_len); /* what is requested */
     if (e.url == NULL || bit_set(&f->known, row->id) != 0) {
         cr_free(e.url);
         c->stopped = true;
@@ -531,7 +531,7 @@ static int refill_row(void *ud, const db_row *row)
         c->stopped = true;
         return 1;
     }
-    host_set_origin(c->h, row->url, row->url_len);
+    host_set_origin(c->h, row->fetch_url, row->fetch_url_len);
     f->mem++;
     if (f->mem > f->st.mem_peak)
         f->st.mem_peak = f->mem;
@@ -843,7 +843,8 @@ static int host_take(frontier *f, fhost *h, int64_t now, fentry *out, bool *was_
     return 1;
 }
 
-/* Path and query of a canonical URL (what robots.txt rules match). */
+/* Path and query of a job's URL, its fetch form: what robots.txt rules
+ * match (RFC 9309 matches the URL requested, not our key). */
 static const char *url_path(const char *url, size_t *len)
 {
     const char *p = strstr(url, "://");

@@ -131,7 +131,9 @@ frontier *frontier_new(const frontier_opts *o, db *d, char *err, size_t errlen);
  * which the next db_open resets to queued). */
 void frontier_free(frontier *f);
 
-/* A row SQLite confirmed new and queued: url (url_len bytes, canonical),
+/* A row SQLite confirmed new and queued: url (url_len bytes, its fetch
+ * form: what is requested and matched against robots.txt; refills read the
+ * row's fetch_url for the same),
  * host (NUL-terminated, as stored in the row), depth >= 0, kind (enum
  * db_kind). Kept in memory when the budget allows, else left in SQLite for
  * a later refill. A row the frontier already knows (read back from SQLite

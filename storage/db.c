@@ -111,7 +111,8 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_INSERT] = "INSERT OR IGNORE INTO urls(url, host, depth, parent, kind,"
-                  " state, discovered_at, hops) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                  " state, discovered_at, hops, fetch_url)"
+                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [ST_FIND] = "SELECT id FROM urls WHERE url = ?1",
     [ST_GETSTATE] = "SELECT state FROM urls WHERE id = ?1",
     [ST_OUTCOME] = "UPDATE urls SET state = ?2, http_status = ?3, bytes = ?4,"
@@ -135,6 +136,8 @@ struct op {
     int64_t id;     /* OUTCOME/STATE: the target row; INSERT: the result */
     const char *url;
     size_t url_len;
+    const char *fetch_url; /* INSERT: NULL when the same as url */
+    size_t fetch_url_len;
     const char *host;
     size_t host_len;
     const char *error; /* OUTCOME, may be NULL */
@@ -215,7 +218,7 @@ enum {
     RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_ROW, RST_COUNT
 };
 
-#define ROW_COLS "id, url, host, depth, parent, kind, attempts"
+#define ROW_COLS "id, url, host, depth, parent, kind, attempts, fetch_url"
 static const char *const reader_sql[RST_COUNT] = {
     [RST_EXISTS] = "SELECT id FROM urls WHERE url = ?1",
     [RST_MAXID] = "SELECT max(id) FROM urls",
@@ -913,7 +916,7 @@ static int enqueue_wait(db *d, struct op *o, int64_t *id)
 
 static int fill_insert(const db_url *u, struct op *o, int copy)
 {
-    size_t ul, hl;
+    size_t ul, hl, fl = 0;
     char *m;
 
     if (u == NULL || u->url == NULL || u->host == NULL || u->depth < 0 || u->parent < 0
@@ -923,10 +926,14 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
         return -EINVAL;
     ul = u->url_len ? u->url_len : strlen(u->url);
     hl = u->host_len ? u->host_len : strlen(u->host);
+    if (u->fetch_url != NULL)
+        fl = u->fetch_url_len ? u->fetch_url_len : strlen(u->fetch_url);
     if (ul == 0)
         return -EINVAL;
-    if (ul > DB_URL_MAX || hl > DB_HOST_MAX)
+    if (ul > DB_URL_MAX || hl > DB_HOST_MAX || fl > DB_URL_MAX)
         return -E2BIG;
+    if (fl == ul && memcmp(u->fetch_url, u->url, ul) == 0)
+        fl = 0; /* stored as NULL: the same as the key */
     memset(o, 0, sizeof *o);
     o->type = OP_INSERT;
     o->depth = u->depth;
@@ -937,21 +944,27 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     o->hops = u->hops;
     o->url_len = ul;
     o->host_len = hl;
+    o->fetch_url_len = fl;
     if (!copy) {
         o->url = u->url;
         o->host = u->host;
+        o->fetch_url = fl ? u->fetch_url : NULL;
         return 0;
     }
-    m = cr_malloc(ul + hl + 2);
+    m = cr_malloc(ul + hl + fl + 3);
     if (m == NULL)
         return -ENOMEM;
     memcpy(m, u->url, ul);
     m[ul] = '\0';
     memcpy(m + ul + 1, u->host, hl);
     m[ul + 1 + hl] = '\0';
+    if (fl)
+        memcpy(m + ul + hl + 2, u->fetch_url, fl);
+    m[ul + hl + 2 + fl] = '\0';
     o->mem = m;
     o->url = m;
     o->host = m + ul + 1;
+    o->fetch_url = fl ? m + ul + hl + 2 : NULL;
     return 0;
 }
 
@@ -1232,6 +1245,10 @@ static int apply_insert(db *d, struct op *o)
     sqlite3_bind_int(s, 6, o->state);
     sqlite3_bind_int64(s, 7, o->discovered_at);
     sqlite3_bind_int(s, 8, o->hops);
+    if (o->fetch_url != NULL)
+        sqlite3_bind_text(s, 9, o->fetch_url, (int)o->fetch_url_len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, 9);
     rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
@@ -1840,7 +1857,13 @@ static int queued_pass(sqlite3_stmt *s, const db_queued_query *q, db_row_fn cb, 
         row.parent = sqlite3_column_int64(s, 4);
         row.kind = sqlite3_column_int(s, 5);
         row.attempts = sqlite3_column_int(s, 6);
-        if (row.url == NULL || row.host == NULL) {
+        row.fetch_url = row.url; /* NULL: the same as the key */
+        row.fetch_url_len = row.url_len;
+        if (sqlite3_column_type(s, 7) != SQLITE_NULL) {
+            row.fetch_url = (const char *)sqlite3_column_text(s, 7);
+            row.fetch_url_len = (size_t)sqlite3_column_bytes(s, 7);
+        }
+        if (row.url == NULL || row.host == NULL || row.fetch_url == NULL) {
             rc = SQLITE_NOMEM;
             break;
         }

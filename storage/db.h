@@ -95,8 +95,13 @@ typedef struct db_opts {
 } db_opts;
 
 typedef struct db_url {
-    const char *url;       /* canonical URL bytes (need not be NUL-terminated) */
+    const char *url;       /* the key: canonical URL bytes (need not be
+                              NUL-terminated); the UNIQUE seen-set column */
     size_t url_len;        /* 0 = strlen(url) */
+    const char *fetch_url; /* the fetch form (the URL as written, what is
+                              requested); NULL = the same as url. Stored as
+                              NULL when equal to url */
+    size_t fetch_url_len;  /* 0 = strlen(fetch_url) */
     const char *host;      /* its host, NOT NULL ("" allowed) */
     size_t host_len;       /* 0 = strlen(host) */
     int depth;             /* >= 0 */
@@ -266,8 +271,10 @@ typedef int (*db_scan_fn)(void *ud, int64_t id, const char *url, size_t url_len)
 
 typedef struct db_row {
     int64_t id;
-    const char *url;
+    const char *url;       /* the key */
     size_t url_len;
+    const char *fetch_url; /* the fetch form; points at url when it is the same */
+    size_t fetch_url_len;
     const char *host;
     size_t host_len;
     int depth;

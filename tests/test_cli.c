@@ -227,6 +227,24 @@ static void canon_prints_one_line_per_input(void **state)
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out.data, "http://x.example/\n");
     done(&r);
+    /* --form fetch: the URL as browsers parse it, the query as written */
+    r = run((const char *const[]){ "canon", "--form", "fetch", "--base", "http://a.example/x/y",
+                                   "HTTP://A.EXAMPLE:80/./a/../b?z=1&a=2&utm_source=q#f",
+                                   "http:c", "http://B\xc3\x9c" "CHER.test/", NULL });
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out.data, "http://a.example/b?z=1&a=2&utm_source=q\n"
+                                    "http://a.example/x/c\n"
+                                    "http://xn--bcher-kva.test/\n");
+    done(&r);
+    r = run((const char *const[]){ "canon", "--form", "fetch", "--form", "key", "http://a/?b&a",
+                                   NULL });
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out.data, "http://a/?a&b\n");
+    done(&r);
+    r = run((const char *const[]){ "canon", "--form", "href", "http://a/", NULL });
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err.data, "--form is key or fetch"));
+    done(&r);
 }
 
 static void canon_policy_comes_from_config(void **state)
@@ -240,14 +258,16 @@ static void canon_policy_comes_from_config(void **state)
     done(&r);
 }
 
-static void links_prints_kind_and_canonical_url(void **state)
+static void links_prints_kind_and_fetch_form(void **state)
 {
     (void)state;
     const char *html = "<html><head><base href=\"/d/\"></head><body>"
                        "<a href=\"x.html#f\">x</a><img srcset=\"a.png 1x, b.png 2x\">"
                        "<a href=\"mailto:q\">m</a>"
                        "<link rel=\"stylesheet\" href=\"//cdn.example/s.css\">"
-                       "<a href=\"?utm_source=x&amp;b=2&amp;a=1\">q</a></body></html>";
+                       "<a href=\"?utm_source=x&amp;b=2&amp;a=1\">q</a>"
+                       "<a href=\"http://1.2.3.256/\">ip</a><a href=\"http:z\">z</a>"
+                       "</body></html>";
     const char *p = proc_temp_file(0, html, strlen(html));
     result r = run((const char *const[]){ "links", "--base", "http://Example.com/p/q.html", p,
                                           NULL });
@@ -256,8 +276,9 @@ static void links_prints_kind_and_canonical_url(void **state)
                                     "img\thttp://example.com/d/a.png\n"
                                     "img\thttp://example.com/d/b.png\n"
                                     "link:stylesheet\thttp://cdn.example/s.css\n"
-                                    "a\thttp://example.com/d/?a=1&b=2\n");
-    assert_non_null(strstr(r.err.data, "1 rejected by canonicalization"));
+                                    "a\thttp://example.com/d/?utm_source=x&b=2&a=1\n"
+                                    "a\thttp://example.com/d/z\n");
+    assert_non_null(strstr(r.err.data, "2 rejected by canonicalization (scheme 1, bad_ipv4 1)"));
     done(&r);
     unlink(p);
     r = run((const char *const[]){ "links", "/nonexistent.html", NULL });
@@ -330,7 +351,7 @@ int main(void)
         cmocka_unit_test(defaults_print_a_loadable_config),
         cmocka_unit_test(canon_prints_one_line_per_input),
         cmocka_unit_test(canon_policy_comes_from_config),
-        cmocka_unit_test(links_prints_kind_and_canonical_url),
+        cmocka_unit_test(links_prints_kind_and_fetch_form),
         cmocka_unit_test(robots_decides_from_a_file),
         cmocka_unit_test(robots_fetches_from_the_site),
     };

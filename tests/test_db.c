@@ -1103,6 +1103,67 @@ static void test_queued_order(void **state)
     assert_int_equal(db_close(d), 0);
 }
 
+typedef struct fetch_log {
+    int n;
+    char key[4][64], fetch[4][64];
+} fetch_log;
+
+static int fetch_cb(void *ud, const db_row *r)
+{
+    fetch_log *l = ud;
+
+    if (l->n < 4) {
+        snprintf(l->key[l->n], sizeof l->key[0], "%.*s", (int)r->url_len, r->url);
+        snprintf(l->fetch[l->n], sizeof l->fetch[0], "%.*s", (int)r->fetch_url_len,
+                 r->fetch_url);
+    }
+    l->n++;
+    return 0;
+}
+
+/* The fetch form is stored beside the key (NULL when the two are equal)
+ * and comes back with the queued rows; the key alone decides what is new. */
+static void test_fetch_url_column(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_url a = url_of("http://h/p?a=1&b=2", "h", 0), b = url_of("http://h/q", "h", 0);
+    db_url c = url_of("http://h/r", "h", 0), dup = url_of("http://h/p?a=1&b=2", "h", 0);
+    a.fetch_url = "http://h/p?b=2&a=1"; /* sync insert: borrowed */
+    b.fetch_url = "http://h/q";         /* the same as the key */
+    c.fetch_url = "http://h/r#not-stored";
+    c.fetch_url_len = 10;               /* a length, not a NUL: the key again */
+    dup.fetch_url = "http://h/p?a=1&b=2&";
+    assert_int_equal(db_insert_url_wait(d, &a, NULL), 1);
+    assert_int_equal(db_insert_url(d, &b, NULL, NULL), 0); /* async: copied */
+    assert_int_equal(db_insert_url(d, &c, NULL, NULL), 0);
+    assert_int_equal(db_insert_url_wait(d, &dup, NULL), 0); /* a later spelling: a duplicate */
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE fetch_url IS NULL"), 2);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE fetch_url ="
+                                       " 'http://h/p?b=2&a=1'"), 1);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    fetch_log l = { 0 };
+    assert_int_equal(db_reader_next_queued(rd, &(db_queued_query){ 0 }, fetch_cb, &l), 3);
+    assert_string_equal(l.key[0], "http://h/p?a=1&b=2");
+    assert_string_equal(l.fetch[0], "http://h/p?b=2&a=1"); /* the first spelling */
+    assert_string_equal(l.key[1], "http://h/q");
+    assert_string_equal(l.fetch[1], "http://h/q");
+    assert_string_equal(l.fetch[2], "http://h/r");
+    db_reader_free(rd);
+    /* a fetch form over the cap is refused like a key over it */
+    char *big = malloc(DB_URL_MAX + 2);
+    assert_non_null(big);
+    memset(big, 'x', DB_URL_MAX + 1);
+    big[DB_URL_MAX + 1] = '\0';
+    db_url e = url_of("http://h/s", "h", 0);
+    e.fetch_url = big;
+    assert_int_equal(db_insert_url(d, &e, NULL, NULL), -E2BIG);
+    free(big);
+    assert_int_equal(db_close(d), 0);
+}
+
 /* seen_only rows (the dedup tool's) stay out of the frontier indexes: they
  * are counted, never selected as queued, and come back when re-queued. */
 static void test_seen_only_rows(void **state)
@@ -1966,6 +2027,7 @@ int main(void)
         T(test_record_outcome),
         T(test_scan_after),
         T(test_queued_order),
+        T(test_fetch_url_column),
         T(test_seen_only_rows),
         T(test_reader_open_dir),
         T(test_crash_safety),

@@ -428,6 +428,54 @@ static void disallowed_urls_are_never_handed_out(void **state)
     env_close(e);
 }
 
+/* The job's URL is the fetch form, as the page wrote it: robots.txt rules
+ * match it (RFC 9309 matches the URL requested), not the key with its
+ * sorted query; rows read back from SQLite come with their fetch form. */
+static void robots_matches_the_fetch_form(void **state)
+{
+    (void)state;
+    frontier_opts o;
+    frontier_job j;
+    int64_t wake;
+    fast_opts(&o);
+    o.obey_robots = true;
+    o.max_in_memory = 1; /* the second row waits in SQLite: a refill */
+    env *e = env_open(&o);
+    static const struct {
+        const char *key, *fetch;
+    } rows[] = {
+        { "http://a.test/p?a=2&b=1", "http://a.test/p?b=1&a=2" },  /* disallowed as written */
+        { "http://a.test/q?a=2&b=1", "http://a.test/q?b=1&a=2" },  /* allowed as written */
+        { "http://a.test/r?x=1", "http://a.test/r?x=1&utm_source=z" },
+    };
+    for (size_t i = 0; i < 3; i++) {
+        db_url u = { .url = rows[i].key, .fetch_url = rows[i].fetch, .host = "a.test",
+                     .depth = 1, .state = DB_STATE_QUEUED };
+        int64_t id = 0;
+        assert_int_equal(db_insert_url_wait(e->d, &u, &id), 1);
+        assert_true(frontier_push(e->f, id, rows[i].fetch, strlen(rows[i].fetch), "a.test", 1,
+                                  DB_KIND_NAVIGATION) >= 0);
+    }
+    next_job(e, 0, &j);
+    robots_answer(e, &j, 200,
+                  "User-agent: *\nDisallow: /p?b=1&a=2\nDisallow: /q?a=2\nDisallow: /r\n"
+                  "Allow: /r?x=1&utm\n",
+                  1);
+    int n = 0;
+    while (frontier_next(e->f, 2 + n, &j, &wake) == FRONTIER_JOB) {
+        if (strcmp(j.url, rows[1].fetch) != 0 && strcmp(j.url, rows[2].fetch) != 0)
+            fail_msg("unexpected job %s", j.url);
+        n++;
+        done(e, &j, 200, 2 + n);
+    }
+    assert_int_equal(n, 2);
+    frontier_stats st;
+    frontier_get_stats(e->f, &st);
+    assert_int_equal(st.robots_disallowed, 1);
+    assert_true(st.refill_rows >= 1);
+    env_close(e);
+}
+
 static void unreachable_robots_makes_urls_wait_then_disallows_all(void **state)
 {
     (void)state;
@@ -1639,6 +1687,7 @@ int main(void)
         cmocka_unit_test(robots_job_comes_first_per_host),
         cmocka_unit_test(without_robots_urls_come_at_once),
         cmocka_unit_test(disallowed_urls_are_never_handed_out),
+        cmocka_unit_test(robots_matches_the_fetch_form),
         cmocka_unit_test(unreachable_robots_makes_urls_wait_then_disallows_all),
         cmocka_unit_test(robots_is_refetched_after_the_cache_time),
         cmocka_unit_test(request_spacing_respects_delay_crawl_delay_and_adaptive_term),

@@ -192,6 +192,24 @@ static void report_totals_match_stats_and_site_log(void **st)
                      json_integer_value(json_object_get(json_object_get(dd, "new"),
                                                         "false_positive_caught")));
 
+    /* links the URL parser refused, by reason: the site links a few on purpose */
+    json_t *refused = json_object_get(s, "links_rejected_by");
+    const char *why;
+    json_t *cnt;
+    int reasons = 0;
+    json_object_foreach(refused, why, cnt)
+    {
+        char want[128];
+        snprintf(want, sizeof want, "data-reason=\"%s\" data-value=\"%lld\"", why,
+                 (long long)json_integer_value(cnt));
+        if (json_integer_value(cnt) > 0) {
+            reasons++;
+            if (strstr(html.data, want) == NULL)
+                fail_msg("the report lacks %s", want);
+        }
+    }
+    assert_true(reasons >= 3);
+
     /* status codes: the report, stats and the site's log agree */
     long long by_code[600] = { 0 };
     for (size_t i = 0; i < n; i++)

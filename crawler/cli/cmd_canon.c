@@ -1,6 +1,8 @@
-/* crawler/cmd_canon: `crawld canon` prints the canonical form of URLs, or
- * why each was rejected, one line per input, in order. */
+/* crawler/cmd_canon: `crawld canon` prints the key (canonical form) or the
+ * fetch form of URLs, or why each was rejected, one line per input, in
+ * order. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,22 +13,27 @@
 #include "crawler/wire.h"
 
 static const char usage[] =
-    "usage: crawld canon [-c FILE] [--set K=V]... [--base URL] [--] URL...\n"
+    "usage: crawld canon [-c FILE] [--set K=V]... [--base URL] [--form key|fetch] [--] URL...\n"
     "\n"
-    "Prints one line per URL, in order: its canonical form, or '-', a tab and\n"
-    "the reason it was rejected. With no URL arguments, reads URLs from stdin,\n"
-    "one per line. Exits 1 when any input was rejected. The [canon] section of\n"
-    "the configuration sets the policy (stripped parameters, query sorting,\n"
-    "the length limit).\n"
+    "Prints one line per URL, in order: its key (the canonical form the seen\n"
+    "test compares) or its fetch form (the URL as browsers parse it, fragment\n"
+    "dropped: what the crawl requests), or '-', a tab and the reason it was\n"
+    "rejected. With no URL arguments, reads URLs from stdin, one per line.\n"
+    "Exits 1 when any input was rejected. The [canon] section of the\n"
+    "configuration sets the key's policy (stripped parameters, query sorting)\n"
+    "and the length limit.\n"
     "\n"
-    "  --base URL   resolve each URL against this base (as a page's links are)\n"
+    "  --base URL        resolve each URL against this base (as a page's links are)\n"
+    "  --form key|fetch  which form to print (default key)\n"
     "  -c FILE      configuration (default ./crawl.toml if present)\n"
     "  --set K=V    override an option, e.g. --set canon.sort_query=false\n";
 
-static int print_one(url_canon *uc, const char *base, const char *in, size_t len, cr_buf *out)
+static int print_one(url_canon *uc, const char *base, bool fetch, const char *in, size_t len,
+                     cr_buf *out)
 {
     url_reject why;
-    int rc = url_canon_resolve(uc, base, base ? strlen(base) : 0, in, len, out, &why);
+    int rc = url_canon_forms(uc, base, base ? strlen(base) : 0, in, len, fetch ? out : NULL,
+                             fetch ? NULL : out, &why);
     if (rc == 0) {
         fwrite(out->data, 1, out->len, stdout);
         fputc('\n', stdout);
@@ -40,6 +47,7 @@ int cmd_canon(int argc, char **argv)
 {
     cli_conf cc = { 0 };
     const char *base = NULL;
+    bool fetch = false;
     int first = argc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -50,6 +58,13 @@ int cmd_canon(int argc, char **argv)
             return code;
         if (strcmp(a, "--base") == 0 && i + 1 < argc) {
             base = argv[++i];
+        } else if (strcmp(a, "--form") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "fetch") != 0 && strcmp(v, "key") != 0) {
+                fprintf(stderr, "crawld canon: --form is key or fetch, not '%s'\n", v);
+                return 2;
+            }
+            fetch = strcmp(v, "fetch") == 0;
         } else if (strcmp(a, "--") == 0) {
             first = i + 1;
             break;
@@ -76,7 +91,7 @@ int cmd_canon(int argc, char **argv)
     int rejected = 0;
     if (first < argc) {
         for (int i = first; i < argc; i++)
-            rejected |= print_one(uc, base, argv[i], strlen(argv[i]), &out);
+            rejected |= print_one(uc, base, fetch, argv[i], strlen(argv[i]), &out);
     } else {
         char *line = NULL;
         size_t cap = 0;
@@ -84,7 +99,7 @@ int cmd_canon(int argc, char **argv)
         while ((n = getline(&line, &cap, stdin)) >= 0) {
             if (n > 0 && line[n - 1] == '\n')
                 n--;
-            rejected |= print_one(uc, base, line, (size_t)n, &out);
+            rejected |= print_one(uc, base, fetch, line, (size_t)n, &out);
         }
         free(line);
     }

@@ -1,5 +1,5 @@
 /* crawler/cmd_links: `crawld links` prints the links of an HTML file as the
- * crawler sees them: kind, a tab, the canonical URL, in document order. */
+ * crawler sees them: kind, a tab, the fetch form, in document order. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +17,10 @@ static const char usage[] =
     "Extracts the links of an HTML file (- for stdin) with the crawler's own\n"
     "extractor and prints one line per link, in document order: its kind (a,\n"
     "area, link:REL, img, script, iframe, meta-refresh, ...), a tab, and the\n"
-    "canonical URL, resolved against the page's first <base href> and --base.\n"
-    "Links that canonicalization rejects, and links the extractor drops (over\n"
-    "a cap, data: URLs, ...), are counted on stderr.\n"
+    "URL as the crawler would fetch it (parsed as browsers do, fragment\n"
+    "dropped), resolved against the page's first <base href> and --base.\n"
+    "Links the URL parser rejects (counted by reason), and links the extractor\n"
+    "drops (over a cap, data: URLs, ...), are counted on stderr.\n"
     "\n"
     "  --base URL           the page's own URL (relative links need one)\n"
     "  --content-type TYPE  the Content-Type header it came with (its charset)\n";
@@ -29,6 +30,7 @@ typedef struct ctx {
     const char *page;   /* --base, or NULL */
     cr_buf base, out;
     unsigned long printed, rejected;
+    unsigned long rejected_by[URL_REJ_COUNT];
 } ctx;
 
 static void on_link(void *ud, const links_link *l)
@@ -37,12 +39,15 @@ static void on_link(void *ud, const links_link *l)
     url_reject why;
     const char *b = c->page;
     size_t blen = b ? strlen(b) : 0;
-    if (l->base && url_canon_resolve(c->uc, b, blen, l->base, l->base_len, &c->base, &why) == 0) {
+    if (l->base &&
+        url_canon_forms(c->uc, b, blen, l->base, l->base_len, &c->base, NULL, &why) == 0) {
         b = c->base.data;
         blen = c->base.len;
     }
-    if (url_canon_resolve(c->uc, b, blen, l->url, l->url_len, &c->out, &why) < 0) {
+    if (url_canon_forms(c->uc, b, blen, l->url, l->url_len, &c->out, NULL, &why) < 0) {
         c->rejected++;
+        if ((unsigned)why < URL_REJ_COUNT)
+            c->rejected_by[why]++;
         return;
     }
     printf("%s\t%s\n", l->kind, c->out.data);
@@ -112,9 +117,15 @@ int cmd_links(int argc, char **argv)
     uint64_t dropped = 0;
     for (int i = 0; i < LINKS_DROP__COUNT; i++)
         dropped += st.dropped[i];
-    fprintf(stderr, "crawld links: %lu links printed, %lu rejected by canonicalization, %llu "
-                    "dropped by the extractor",
-            c.printed, c.rejected, (unsigned long long)dropped);
+    fprintf(stderr, "crawld links: %lu links printed, %lu rejected by canonicalization",
+            c.printed, c.rejected);
+    int shown = 0;
+    for (int i = URL_OK + 1; i < URL_REJ_COUNT; i++)
+        if (c.rejected_by[i])
+            fprintf(stderr, "%s%s %lu", shown++ ? ", " : " (", url_reject_name((url_reject)i),
+                    c.rejected_by[i]);
+    fprintf(stderr, "%s, %llu dropped by the extractor", shown ? ")" : "",
+            (unsigned long long)dropped);
     for (int i = 0; i < LINKS_DROP__COUNT; i++)
         if (st.dropped[i])
             fprintf(stderr, "%s%s %llu", i ? ", " : " (", links_drop_name(i),

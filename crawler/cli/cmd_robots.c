@@ -86,7 +86,7 @@ static robots *fetch_robots(const crawl_config *cfg, url_canon *uc, const char *
     cr_buf cur;
     cr_buf_init(&cur, 0);
     url_reject why;
-    if (url_canon_resolve(uc, url, strlen(url), "/robots.txt", 11, &cur, &why) < 0) {
+    if (url_canon_forms(uc, url, strlen(url), "/robots.txt", 11, &cur, NULL, &why) < 0) {
         fprintf(stderr, "crawld robots: --url %s: %s\n", url, url_reject_str(why));
         goto out;
     }
@@ -113,8 +113,8 @@ static robots *fetch_robots(const crawl_config *cfg, url_canon *uc, const char *
             break;
         cr_buf next;
         cr_buf_init(&next, 0);
-        if (url_canon_resolve(uc, cur.data, cur.len, f.location, strlen(f.location), &next,
-                              &why) < 0) {
+        if (url_canon_forms(uc, cur.data, cur.len, f.location, strlen(f.location), &next, NULL,
+                            &why) < 0) {
             cr_buf_release(&next);
             break;
         }
@@ -223,7 +223,8 @@ int cmd_robots(int argc, char **argv)
     cr_buf_init(&out, 0);
     for (int i = first; i < argc; i++) {
         url_reject why;
-        if (url_canon_resolve(uc, NULL, 0, argv[i], strlen(argv[i]), &out, &why) < 0) {
+        /* RFC 9309 matches the URL as it is requested: the fetch form */
+        if (url_canon_forms(uc, NULL, 0, argv[i], strlen(argv[i]), &out, NULL, &why) < 0) {
             printf("invalid\t%s\t%s\n", argv[i], url_reject_str(why));
             rc = 1;
             continue;

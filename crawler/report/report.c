@@ -858,7 +858,7 @@ static void errors_card(FILE *f, const json_t *data)
         { "politeness waits", "frontier.politeness_waits" },
         { "redirects followed", "redirects" },
         { "bodies truncated", "truncated" },
-        { "links refused by canonicalization", "links_rejected" },
+        { "links refused by the URL parser", "links_rejected" },
         { "links outside scope or limits", "links_out_of_scope" },
         { "nofollow links skipped", "nofollow_skipped" },
     };
@@ -880,6 +880,17 @@ static void errors_card(FILE *f, const json_t *data)
     }
     if (json_object_size(kinds) == 0)
         fputs("<dt>fetch errors by kind</dt><dd>none</dd>\n", f);
+    json_object_foreach((json_t *)json_object_get(st, "links_rejected_by"), k, val)
+    {
+        if (json_integer_value(val) <= 0)
+            continue;
+        fputs("<dt>links refused: ", f);
+        esc(f, k);
+        fputs("</dt><dd class=\"refused\" data-reason=\"", f);
+        esc(f, k);
+        fprintf(f, "\" data-value=\"%lld\">%lld</dd>\n", (long long)json_integer_value(val),
+                (long long)json_integer_value(val));
+    }
     fputs("<dt>rows in the database</dt><dd>", f);
     const char *sn;
     int first = 1;

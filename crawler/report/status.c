@@ -43,6 +43,14 @@ json_t *status_json(const crawl_status *st)
         json_object_set_new(j, "scope_rejects", rej);
     else
         json_decref(rej);
+    json_t *urej = json_object();
+    for (int r = URL_OK + 1; r < URL_REJ_COUNT; r++)
+        json_object_set_new(urej, url_reject_name((url_reject)r),
+                            json_integer((json_int_t)st->links_rejected_by[r]));
+    if (j)
+        json_object_set_new(j, "links_rejected_by", urej);
+    else
+        json_decref(urej);
     const db_stats *ds = &st->db;
     if (j)
         json_object_set_new(
@@ -130,6 +138,11 @@ void status_metrics(FILE *f, const crawl_status *st)
                "crawld_storage_stall_seconds_total %.3f\n",
             st->db.stalled != 0, st->db.failed != 0, (long long)(st->db.stalled ? st->db.held : 0),
             (long long)st->db.stalls, (double)st->db.stall_ms / 1000.0);
+    fprintf(f, "# HELP crawld_links_rejected_total Links the URL parser refused, by reason.\n"
+               "# TYPE crawld_links_rejected_total counter\n");
+    for (int r = URL_OK + 1; r < URL_REJ_COUNT; r++)
+        fprintf(f, "crawld_links_rejected_total{reason=\"%s\"} %llu\n",
+                url_reject_name((url_reject)r), (unsigned long long)st->links_rejected_by[r]);
     fprintf(f, "# HELP crawld_scope_rejects_total Links not followed, by reason (scope, depth, traps).\n"
                "# TYPE crawld_scope_rejects_total counter\n");
     for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)

@@ -123,6 +123,18 @@ void summary_crawl_print(FILE *f, const json_t *st)
                                                             (long long)json_integer_value(cnt));
         fputc('\n', f);
     }
+    const json_t *urej = json_object_get(st, "links_rejected_by");
+    if (geti(st, "links_rejected") > 0 && json_object_size(urej)) {
+        fprintf(f, "  rejected by reason:");
+        const char *why;
+        const json_t *cnt;
+        json_object_foreach((json_t *)urej, why, cnt)
+        {
+            if (json_integer_value(cnt) > 0)
+                fprintf(f, " %s %lld", why, (long long)json_integer_value(cnt));
+        }
+        fputc('\n', f);
+    }
     fprintf(f, "  frontier: %lld done, %lld failed, %lld retries, %lld excluded by robots.txt, "
                "%lld politeness waits, %lld queued in memory, %lld hosts active\n",
             geti(st, "frontier.done"), geti(st, "frontier.failed"), geti(st, "frontier.retries"),

@@ -1,41 +1,47 @@
-/* crawler/url: URL canonicalization, the rule that decides URL identity.
+/* crawler/url: links read as browsers read them, and the crawl's URL identity.
  *
- * Bytes in (a reference and an optional base), canonical bytes out; no I/O.
- * Two URLs are "the same" for the crawl exactly when their canonical forms
- * are byte-equal. The canonical form of an http(s) URL is
+ * Bytes in (a reference and an optional base), two forms out; no I/O.
  *
- *     scheme "://" [userinfo "@"] host [":" port] path ["?" query]
+ * The fetch form is what the WHATWG URL Standard's parser (the one browsers
+ * implement) makes of the reference against the base, serialised, without
+ * its fragment: the URL as the page wrote it. It is what the crawl
+ * requests, matches robots.txt and scope rules against, follows redirects
+ * from, and archives. Only http and https results are accepted. Per the
+ * standard: leading/trailing C0 controls and spaces are trimmed and tab/LF/CR
+ * removed anywhere; '\' is read as '/' before the query; "http:foo" against
+ * an http base is relative; any run of slashes introduces the authority;
+ * userinfo splits at the last '@'; hosts are percent-decoded and go through
+ * UTS #46 (libidn2: non-transitional, with mapping, IDNA2008 validity; no
+ * STD3 rules, no hyphen rules for ASCII labels), then the forbidden domain
+ * code point check; a host whose last label is a number is parsed as IPv4
+ * (hex, octal, fewer than four parts, a trailing dot) or rejected; IPv6 is
+ * serialised compressed, embedded IPv4 written as hex; the default port is
+ * dropped; dot segments (also %2e) are resolved; the userinfo, path and
+ * query percent-encode sets apply (existing escapes are kept as written).
  *
- * with: the reference resolved against the base (RFC 3986 section 5);
- * scheme and host lower-cased; IDN hosts in punycode; the default port
- * (80/443), the fragment and an empty "?" dropped; dot segments removed;
- * percent-escapes upper-cased, escapes of unreserved characters decoded,
- * and everything outside the allowed set (space, non-ASCII bytes, "<>{}|^`
- * \ [ ], a stray '%') percent-encoded; an empty path is "/". Then the policy
- * below strips tracking and session parameters and sorts the query.
- * Canonicalization is idempotent: canonical input comes back unchanged.
+ * The key is our canonical policy applied on top of the fetch form's
+ * components, and is used only for the seen test: two URLs are "the same"
+ * for the crawl exactly when their keys are byte-equal. From the fetch
+ * form: percent-escapes upper-cased, escapes of unreserved characters
+ * decoded, everything outside RFC 3986's literal sets (and a '%' that starts
+ * no escape) percent-encoded; ";jsessionid=" path parameters dropped; dot
+ * segments removed again; tracking and session parameters stripped and the
+ * query sorted (policy below); an empty query dropped. The key is itself a
+ * URL whose key is itself, and key(fetch form) = key(reference).
  *
- * Input handling follows browsers (WHATWG) where it matters for hrefs:
- * leading/trailing C0 controls and spaces are trimmed, tab/LF/CR removed
- * anywhere, '\' read as '/' before the query. Any other control byte
- * (< 0x20, 0x7F) is rejected. Stricter than browsers (RFC 3986 instead):
- * "http:x", "http:/x" and "http:///x" have no host and are rejected.
+ * Deliberate differences from the standard (the full list, with reasons, is
+ * in tests/test_url.c next to the differential test against Node's URL):
+ * only http(s) is accepted (other schemes are not crawled); port 0 is
+ * rejected; hosts longer than DNS allows (a label over 63 bytes, a name
+ * over 253) are rejected; host characters libcurl refuses (! " $ & ' ( ) *
+ * + , ; = ` { }) are rejected; libidn2's IDNA2008 rules are stricter than
+ * UTS #46 as browsers apply it (symbols and emoji, hyphens and the Bidi rule
+ * in non-ASCII labels); bytes that are not UTF-8 are percent-encoded as
+ * they are (a browser would have decoded the page to U+FFFD first).
  *
- * Two implementations decide the same thing: libcurl's URL API (curl_url)
- * parses and resolves, or a fast path of our own handles the common shapes
- * (http(s) URLs with plain ASCII hosts and relative references against a
- * base) and hands anything unusual (userinfo, IPv6, IDN, numeric IPv4
- * forms, escapes in the host) to the curl path. Tests and the fuzzer
- * tests/fuzz/fuzz_url.c check that both give byte-identical results.
- *
- * Known limits: IDN hosts are converted with our own RFC 3492 encoder and
- * only ASCII letters are lower-cased (no Unicode case folding or NFC), so
- * "BÜCHER.example" and "bücher.example" are different hosts; libcurl
- * 7.88's CURLU_PUNYCODE is not used because it only works under a UTF-8
- * LC_CTYPE locale. Percent-escapes in a host are decoded by curl.
- *
- * Threads: a url_canon is owned by one thread (it holds a CURLU handle and
- * scratch buffers); make one per thread. curl_global_init runs in main. */
+ * IDNA goes through idn2_lookup_u8, whose result does not depend on the
+ * locale. Threads: a url_canon is owned by one thread (scratch buffers and a
+ * small base cache); make one per thread. */
 #ifndef CRAWLD_URL_H
 #define CRAWLD_URL_H
 
@@ -47,46 +53,51 @@
 
 typedef enum url_reject {
     URL_OK = 0,
-    URL_REJ_EMPTY,      /* nothing left after trimming, and no base */
-    URL_REJ_TOO_LONG,   /* input or result longer than max_url_bytes */
-    URL_REJ_CONTROL,    /* control byte that is not trimmable whitespace */
-    URL_REJ_SCHEME,     /* not http or https (mailto:, javascript:, ...) */
-    URL_REJ_NO_BASE,    /* relative reference and no base given */
-    URL_REJ_BAD_BASE,   /* relative reference and the base was rejected */
-    URL_REJ_NO_HOST,    /* missing or empty host */
-    URL_REJ_BAD_HOST,   /* host with characters or a form we do not accept */
-    URL_REJ_BAD_PORT,   /* port not in 1..65535 */
-    URL_REJ_UNPARSABLE  /* anything else the parser refused */
+    URL_REJ_EMPTY,          /* nothing left after trimming, and no base */
+    URL_REJ_TOO_LONG,       /* input, fetch form or key longer than max_url_bytes */
+    URL_REJ_SCHEME,         /* not http or https (mailto:, javascript:, ftp:, ...) */
+    URL_REJ_NO_BASE,        /* relative reference and no base given */
+    URL_REJ_BAD_BASE,       /* relative reference and the base was rejected */
+    URL_REJ_NO_HOST,        /* missing or empty host */
+    URL_REJ_HOST_CODEPOINT, /* a code point not allowed in a host (forbidden
+                               by WHATWG, or refused by libcurl), or a host
+                               that is not UTF-8 once decoded */
+    URL_REJ_IDNA,           /* UTS #46 / IDNA2008 processing refused the host */
+    URL_REJ_HOST_TOO_LONG,  /* a label over 63 bytes or a name over 253 */
+    URL_REJ_BAD_IPV4,       /* ends in a number but is no IPv4 address */
+    URL_REJ_BAD_IPV6,       /* [...] that is no IPv6 address */
+    URL_REJ_BAD_PORT,       /* not digits, over 65535, or 0 */
+    URL_REJ_COUNT
 } url_reject;
 
 typedef struct url_policy {
-    size_t max_url_bytes;  /* cap on input and result; 0 = 2048; clamped
-                              to 64..65536 */
-    /* Query parameters whose name matches one of these are dropped. A
-       pattern is a glob where '*' matches any run of bytes ("utm_*");
+    size_t max_url_bytes;  /* cap on input and on both results; 0 = 2048;
+                              clamped to 64..65536 */
+    /* Query parameters whose name matches one of these are dropped from the
+       key. A pattern is a glob where '*' matches any run of bytes ("utm_*");
        names compare ASCII case-insensitively, after percent-normalization.
        The strings are copied by url_canon_new. Default: utm_*, fbclid,
        gclid. */
     const char *const *strip_params;
     size_t n_strip_params;
-    bool strip_session_ids; /* drop jsessionid / phpsessid / sid query
+    bool strip_session_ids; /* key: drop jsessionid / phpsessid / sid query
                                parameters and ";jsessionid=..." path
                                parameters (names case-insensitive) */
-    bool sort_query;        /* sort parameters by name, then value, as
+    bool sort_query;        /* key: sort parameters by name, then value, as
                                bytes; duplicates kept */
-    bool curl_only;         /* never take the fast path (tests, fuzzer) */
 } url_policy;
 
 typedef struct url_canon url_canon;
 
 typedef struct url_canon_stats {
-    uint64_t fast;      /* results produced without curl */
-    uint64_t curl;      /* results that went through curl_url */
-    uint64_t rejected;  /* inputs rejected (either path) */
+    uint64_t accepted;                     /* references that gave a URL */
+    uint64_t rejected;                     /* ... that were rejected */
+    uint64_t rejected_by[URL_REJ_COUNT];   /* the same by reason */
+    uint64_t idna_labels;                  /* host labels libidn2 converted */
 } url_canon_stats;
 
 /* Fills *p with the defaults: 2048 bytes, strip utm_* fbclid gclid, strip
- * session ids, sort the query, fast path on. */
+ * session ids, sort the query. */
 void url_policy_defaults(url_policy *p /* OUT */);
 
 /* p may be NULL for the defaults. NULL only when memory runs out.
@@ -94,14 +105,19 @@ void url_policy_defaults(url_policy *p /* OUT */);
 url_canon *url_canon_new(const url_policy *p);
 void url_canon_free(url_canon *c);
 
-/* Resolves ref (rlen bytes, need not be NUL-terminated, may contain NULs)
- * against base (may be NULL when ref is absolute; it is canonicalized
- * itself, and the last base is cached, so pass the same page URL or
- * <base href> result for every link of a page) and canonicalizes the
- * result into out (cleared first). A <base href> that is itself relative is
- * resolved against the document URL with one call first.
+/* Parses ref (rlen bytes, need not be NUL-terminated, may contain NULs)
+ * against base (may be NULL when ref is absolute; it is parsed itself, and
+ * the last two bases are cached, so pass the same page URL or <base href>
+ * result for every link of a page) into the fetch form and the key. Either
+ * output may be NULL when not wanted; each is cleared first. A <base href>
+ * that is itself relative is resolved against the document URL with one
+ * call first (its fetch form is the base for the page's links).
  * Returns 0 with *why = URL_OK, -EINVAL with *why saying why the input was
- * rejected (out is then empty), or -ENOMEM. */
+ * rejected (the outputs are then empty), or -ENOMEM. */
+int url_canon_forms(url_canon *c, const char *base, size_t blen, const char *ref, size_t rlen,
+                    cr_buf *fetch /* OUT */, cr_buf *key /* OUT */, url_reject *why /* OUT */);
+
+/* url_canon_forms for the key alone. */
 int url_canon_resolve(url_canon *c, const char *base, size_t blen,
                       const char *ref, size_t rlen,
                       cr_buf *out /* OUT */, url_reject *why /* OUT */);
@@ -109,7 +125,7 @@ int url_canon_resolve(url_canon *c, const char *base, size_t blen,
 /* Counters since url_canon_new. */
 void url_canon_get_stats(const url_canon *c, url_canon_stats *s /* OUT */);
 
-/* The host of a canonical URL: bytes [*off, *off + *hlen) of url (IPv6
+/* The host of a fetch form or key: bytes [*off, *off + *hlen) of url (IPv6
  * with its brackets; no userinfo, no port). 0, or -EINVAL when url does
  * not start with http:// or https:// or has an empty host. */
 int url_host(const char *url, size_t len,
@@ -117,5 +133,8 @@ int url_host(const char *url, size_t len,
 
 /* Short English text for a reason, e.g. "scheme is not http(s)". */
 const char *url_reject_str(url_reject r);
+/* A stable identifier for a reason, for JSON keys and metric labels, e.g.
+ * "bad_ipv4"; "ok" for URL_OK. */
+const char *url_reject_name(url_reject r);
 
 #endif

@@ -1,15 +1,18 @@
-/* tests/fuzz/fuzz_url: differential fuzzer for crawler/url.
+/* tests/fuzz/fuzz_url: fuzzer for crawler/url (the WHATWG parser and the key).
  *
- * Every input is canonicalized twice, by the fast path and by the curl path
- * (url_policy.curl_only), and the two must agree exactly: same return code,
- * same reason, same bytes. Each accepted result must also be a fixed point
- * (canonicalizing it again gives it back, on both paths), fit max_url_bytes,
- * contain only printable ASCII and have a host url_host() finds.
+ * Every input is parsed into its fetch form and its key, and the results
+ * must hold the module's promises: the return is 0 or -EINVAL (with a
+ * reason in range, and empty outputs when rejected); an accepted fetch form
+ * and key fit max_url_bytes, contain only printable ASCII and have a host
+ * url_host() finds; the fetch form parses to itself with the same key; the
+ * key parses to itself (fetch form and key); asking for one output alone
+ * gives the same bytes as asking for both.
  *
  * Input layout: byte 0 picks the base (none, one of a few fixed ones, or the
  * bytes up to the first '\n' when bit 2 is set) and, with bit 3, a policy
  * with a 64-byte cap so the length limits get exercised; the rest is the
- * reference. Any disagreement aborts with both results printed. */
+ * reference. Any broken promise aborts with the input printed. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +22,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static url_canon *canon[2][2]; /* [small cap][curl only] */
+static url_canon *canon[2]; /* [small cap] */
 
 static const char *const bases[4] = {
     NULL,
@@ -29,71 +32,85 @@ static const char *const bases[4] = {
 };
 
 static void die(const char *what, const char *base, size_t blen, const char *ref, size_t rlen,
-                int r1, url_reject w1, const cr_buf *o1, int r2, url_reject w2, const cr_buf *o2)
+                const cr_buf *f, const cr_buf *k)
 {
-    fprintf(stderr, "fuzz_url: %s\n  base: %.*s\n  ref:  %.*s\n", what, (int)blen,
-            base ? base : "(none)", (int)rlen, ref);
-    fprintf(stderr, "  fast: %d %s %s\n  curl: %d %s %s\n", r1, url_reject_str(w1),
-            o1->data ? o1->data : "", r2, url_reject_str(w2), o2->data ? o2->data : "");
+    fprintf(stderr, "fuzz_url: %s\n  base: %.*s\n  ref:  %.*s\n  fetch: %s\n  key:   %s\n", what,
+            (int)blen, base ? base : "(none)", (int)rlen, ref, f->data ? f->data : "",
+            k->data ? k->data : "");
     abort();
 }
 
 static void setup(void)
 {
     for (int small = 0; small < 2; small++) {
-        for (int slow = 0; slow < 2; slow++) {
-            url_policy p;
-            url_policy_defaults(&p);
-            p.curl_only = slow;
-            if (small)
-                p.max_url_bytes = 64;
-            canon[small][slow] = url_canon_new(&p);
-            if (canon[small][slow] == NULL)
-                abort();
-        }
+        url_policy p;
+        url_policy_defaults(&p);
+        if (small)
+            p.max_url_bytes = 64;
+        canon[small] = url_canon_new(&p);
+        if (canon[small] == NULL)
+            abort();
     }
+}
+
+static bool printable_url(const cr_buf *b, size_t cap)
+{
+    size_t off, hl;
+    if (b->len == 0 || b->len > cap || url_host(b->data, b->len, &off, &hl) != 0)
+        return false;
+    for (size_t i = 0; i < b->len; i++)
+        if ((unsigned char)b->data[i] <= 0x20 || (unsigned char)b->data[i] >= 0x7f)
+            return false;
+    return true;
+}
+
+static bool same(const cr_buf *a, const cr_buf *b)
+{
+    return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
 }
 
 static void check(int small, const char *base, size_t blen, const char *ref, size_t rlen)
 {
-    url_canon *f = canon[small][0], *s = canon[small][1];
-    cr_buf o1, o2;
-    url_reject w1, w2;
-    cr_buf_init(&o1, 0);
-    cr_buf_init(&o2, 0);
-    int r1 = url_canon_resolve(f, base, blen, ref, rlen, &o1, &w1);
-    int r2 = url_canon_resolve(s, base, blen, ref, rlen, &o2, &w2);
-    if (r1 != r2 || w1 != w2 || o1.len != o2.len ||
-        (o1.len > 0 && memcmp(o1.data, o2.data, o1.len) != 0))
-        die("fast and curl paths disagree", base, blen, ref, rlen, r1, w1, &o1, r2, w2, &o2);
-    if (r1 == 0) {
-        size_t off, hl;
-        if (o1.len > (small ? 64u : 2048u))
-            die("result longer than the cap", base, blen, ref, rlen, r1, w1, &o1, r2, w2, &o2);
-        for (size_t i = 0; i < o1.len; i++)
-            if ((unsigned char)o1.data[i] <= 0x20 || (unsigned char)o1.data[i] >= 0x7f)
-                die("non-printable byte in result", base, blen, ref, rlen, r1, w1, &o1, r2,
-                    w2, &o2);
-        if (url_host(o1.data, o1.len, &off, &hl) != 0)
-            die("url_host fails on a result", base, blen, ref, rlen, r1, w1, &o1, r2, w2, &o2);
-        for (int k = 0; k < 2; k++) {
-            cr_buf o3;
-            url_reject w3;
-            cr_buf_init(&o3, 0);
-            int r3 = url_canon_resolve(canon[small][k], NULL, 0, o1.data, o1.len, &o3, &w3);
-            if (r3 != 0 || o3.len != o1.len || memcmp(o3.data, o1.data, o1.len) != 0)
-                die(k ? "not a fixed point (curl)" : "not a fixed point (fast)", NULL, 0,
-                    o1.data, o1.len, r1, w1, &o1, r3, w3, &o3);
-            cr_buf_release(&o3);
-        }
+    url_canon *c = canon[small];
+    size_t cap = small ? 64u : 2048u;
+    cr_buf f, k, f2, k2;
+    url_reject w, w2;
+    cr_buf_init(&f, 0);
+    cr_buf_init(&k, 0);
+    cr_buf_init(&f2, 0);
+    cr_buf_init(&k2, 0);
+    int r = url_canon_forms(c, base, blen, ref, rlen, &f, &k, &w);
+    if ((r != 0 && r != -EINVAL) || (unsigned)w >= URL_REJ_COUNT || (r == 0) != (w == URL_OK))
+        die("bad return or reason", base, blen, ref, rlen, &f, &k);
+    if (r != 0) {
+        if (f.len != 0 || k.len != 0)
+            die("output left after a rejection", base, blen, ref, rlen, &f, &k);
+        goto out;
     }
-    cr_buf_release(&o1);
-    cr_buf_release(&o2);
+    if (!printable_url(&f, cap) || !printable_url(&k, cap))
+        die("a result too long, unprintable or without a host", base, blen, ref, rlen, &f, &k);
+    /* one output alone: the same bytes */
+    if (url_canon_forms(c, base, blen, ref, rlen, &f2, NULL, &w2) != 0 || !same(&f, &f2) ||
+        url_canon_resolve(c, base, blen, ref, rlen, &k2, &w2) != 0 || !same(&k, &k2))
+        die("one output alone differs", base, blen, ref, rlen, &f, &k);
+    /* fixed points */
+    if (url_canon_forms(c, NULL, 0, f.data, f.len, &f2, &k2, &w2) != 0 || !same(&f, &f2) ||
+        !same(&k, &k2))
+        die("the fetch form does not parse to itself with the same key", base, blen, ref, rlen,
+            &f, &k);
+    if (url_canon_forms(c, NULL, 0, k.data, k.len, &f2, &k2, &w2) != 0 || !same(&k, &f2) ||
+        !same(&k, &k2))
+        die("the key does not parse to itself", base, blen, ref, rlen, &f, &k);
+out:
+    cr_buf_release(&f);
+    cr_buf_release(&k);
+    cr_buf_release(&f2);
+    cr_buf_release(&k2);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (canon[0][0] == NULL)
+    if (canon[0] == NULL)
         setup();
     if (size == 0)
         return 0;

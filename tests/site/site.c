@@ -828,6 +828,8 @@ static int append_escaped(gen *g, cr_buf *u, const char *p, size_t n, int escape
     return rc;
 }
 
+static int query_rule_applies(const site *s, const char *target);
+
 /* Renders target (on host th) in the given form into u (raw, not HTML-escaped). */
 static int render_url(gen *g, int th, const char *target, int form, cr_buf *u)
 {
@@ -848,6 +850,12 @@ static int render_url(gen *g, int th, const char *target, int form, cr_buf *u)
 
     const char *q = strchr(target, '?');
     size_t plen = q != NULL ? (size_t)(q - target) : strlen(target);
+    /* robots.txt is matched against the URL as requested (RFC 9309), and a
+     * crawler requests the first spelling it finds: where a rule names a
+     * query, the link keeps the query as the rule expects, so the expected
+     * set does not depend on which spelling comes first */
+    if (q != NULL && query_rule_applies(g->s, target))
+        form &= ~(D_TRACKING | D_REORDER);
     if (q != NULL) {
         const char *p = q + 1;
         while (*p != '\0' && np < RENDER_MAX_PARAMS - 2) {
@@ -1236,7 +1244,13 @@ static void gen_index(gen *g)
     g_a(g, g->host, "/hidden/nofollow.html", F_ABS_PATH, "nofollow", "nofollow");
     g_puts(g, "</li>\n<li>");
     g_a(g, g->host, "/hidden/nofollow2.html", F_RELATIVE, "nofollow", "noopener NoFollow");
-    g_puts(g, "</li>\n</ul>\n<map name=\"m\"><area shape=\"rect\" coords=\"0,0,9,9\" alt=\"x\" href=\"");
+    /* links no crawler follows, each refused for its own reason */
+    g_puts(g, "</li>\n<li><a href=\"mailto:webmaster@example.test\">mail</a></li>\n"
+              "<li><a href=\"javascript:void(0)\">script</a></li>\n"
+              "<li><a href=\"http://1.2.3.256/\">ends in a number, is no IPv4 address</a></li>\n"
+              "<li><a href=\"http://exa*mple.test/\">a host no URL can fetch</a></li>\n"
+              "<li><a href=\"http://[::1/\">an unclosed IPv6 address</a></li>\n");
+    g_puts(g, "</ul>\n<map name=\"m\"><area shape=\"rect\" coords=\"0,0,9,9\" alt=\"x\" href=\"");
     g_url(g, g->host, "/hidden/area-target.html", F_ABS_PATH);
     g_puts(g, "\"></map>\n");
     g_record(g, g->host, "/hidden/area-target.html", SE_AREA, 0);
@@ -1577,6 +1591,15 @@ static int pattern_match(const char *p, const char *t)
         p++;
         t++;
     }
+}
+
+/* 1 when a rule with a query in its pattern matches target. */
+static int query_rule_applies(const site *s, const char *target)
+{
+    for (size_t i = 0; i < ROBOTS_RULES; i++)
+        if (strchr(s->rule_norm[i], '?') != NULL && pattern_match(s->rule_norm[i], target))
+            return 1;
+    return 0;
 }
 
 int site_robots_allowed(const site *s, int h, const char *target)
