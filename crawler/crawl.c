@@ -34,6 +34,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "crawler/web/css.h"
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
 #include "crawler/sampler.h"
@@ -107,6 +108,9 @@ struct crawl {
     atomic_uint_fast64_t pages, fetch_errors, status_counts[600], bytes, links, links_rejected,
         links_out_of_scope, nofollow_skipped, redirects, redirects_too_long, truncated;
     atomic_uint_fast64_t errors_by_kind[FETCH_ERR_COUNT];
+    /* requisites (see "requisites from CSS") */
+    atomic_uint_fast64_t req_found, req_new, req_past_depth, css_sheets, css_refs, css_imports,
+        css_dropped, css_truncated;
     sampler *smp;               /* the scheduler's: figures over time */
 };
 
@@ -126,6 +130,8 @@ struct fjob {
     cr_buf body;                /* robots.txt body */
     cr_buf raw;                 /* wire payload for the archive */
     cr_buf headers, request;
+    bool css;                   /* a 200 text/css body, gathered in css_body */
+    cr_buf css_body;
     char ip[64];
     int64_t links_tested, links_new; /* this page's links that met the seen test */
 };
@@ -209,11 +215,16 @@ static void on_inserted(void *ud, const db_result *r)
 #define DISCOVER_OUT_OF_SCOPE 2
 
 /* A canonical URL found at depth through a link of kind: 1 new and queued,
- * 0 duplicate (or no host), DISCOVER_OUT_OF_SCOPE, < 0 storage error. */
-static int discover(crawl *c, const char *url, size_t len, int depth, int kind, bool scoped)
+ * 0 duplicate (or no host), DISCOVER_OUT_OF_SCOPE, < 0 storage error. A
+ * requisite names the page or stylesheet it was found on (from), for
+ * crawl.requisites_scope. */
+static int discover_from(crawl *c, const char *url, size_t len, int depth, int kind, bool scoped,
+                         const char *from, size_t from_len)
 {
     if (scoped) {
-        scope_verdict v = scope_check(c->sc, url, len, depth, kind);
+        scope_verdict v = kind == DB_KIND_REQUISITE && from != NULL
+                              ? scope_check_requisite(c->sc, url, len, depth, from, from_len)
+                              : scope_check(c->sc, url, len, depth, kind);
         if (v != SCOPE_ALLOWED) {
             bump(&c->links_out_of_scope);
             return DISCOVER_OUT_OF_SCOPE;
@@ -248,12 +259,42 @@ static int discover(crawl *c, const char *url, size_t len, int depth, int kind, 
     return seen_is_new((seen_result)r) ? 1 : 0;
 }
 
+static int discover(crawl *c, const char *url, size_t len, int depth, int kind, bool scoped)
+{
+    return discover_from(c, url, len, depth, kind, scoped, NULL, 0);
+}
+
+/* A requisite of the page or stylesheet j at url: discovered one level
+ * deeper, counted. */
+static int discover_requisite(crawl *c, fjob *j, const char *url, size_t len, int kind)
+{
+    bump(&c->req_found);
+    int depth = j->fj.depth + 1;
+    int r = discover_from(c, url, len, depth, kind, true, j->url, j->url_len);
+    if (r == 1) {
+        bump(&c->req_new);
+        if (kind == DB_KIND_REQUISITE && c->cfg->crawl.max_depth >= 0 &&
+            depth > c->cfg->crawl.max_depth)
+            bump(&c->req_past_depth);
+    }
+    return r;
+}
+
 /* ---- fetcher hooks (fetcher threads) ------------------------------------ */
 
 static tctx *my_ctx(crawl *c)
 {
     int i = fetcher_thread_index();
     return i >= 0 && (unsigned)i < c->nthreads ? &c->threads[i] : NULL;
+}
+
+static bool is_css(const char *ct)
+{
+    if (ct == NULL)
+        return false;
+    while (*ct == ' ')
+        ct++;
+    return strncasecmp(ct, "text/css", 8) == 0 && (ct[8] == '\0' || ct[8] == ';' || ct[8] == ' ');
 }
 
 static bool is_html(const char *ct)
@@ -295,6 +336,8 @@ static int hook_response(void *ctx, const fetch_job *job, const fetch_response *
         if (lp)
             links_reset(lp, r->content_type);
     }
+    if (!j->fj.is_robots && r->status == 200 && is_css(r->content_type))
+        j->css = true;
     return 0;
 }
 
@@ -326,7 +369,9 @@ static void on_link(void *ud, const links_link *l)
         int kind = l->cls == LINKS_REQUISITE && scope_in_scope(c->sc, j->url, j->url_len)
                        ? DB_KIND_REQUISITE
                        : DB_KIND_NAVIGATION;
-        int r = discover(c, t->out.data, t->out.len, j->fj.depth + 1, kind, true);
+        int r = l->cls == LINKS_REQUISITE
+                    ? discover_requisite(c, j, t->out.data, t->out.len, kind)
+                    : discover(c, t->out.data, t->out.len, j->fj.depth + 1, kind, true);
         if (r == 0 || r == 1) {
             j->links_tested++;
             j->links_new += r;
@@ -347,8 +392,69 @@ static int hook_body(void *ctx, const fetch_job *job, const char *p, size_t n)
         t->current = j;
         links_feed(j->lp, p, n);
         t->current = NULL;
+    } else if (j->css && cr_buf_append(&j->css_body, p, n) < 0) {
+        /* past the cap (or out of memory): keep what fits; the scan counts
+         * the stylesheet as truncated */
+        size_t room = j->css_body.max > j->css_body.len ? j->css_body.max - j->css_body.len : 0;
+        if (room > 0 && cr_buf_append(&j->css_body, p, room < n ? room : n) < 0)
+            room = 0;
     }
     return 0;
+}
+
+/* ---- requisites from CSS ------------------------------------------------ */
+
+/* A stylesheet's url() and @import references are requisites of the page
+ * that needed it, whatever the scope says about the stylesheet itself
+ * (a CDN's CSS loads the CDN's fonts): resolved against the stylesheet's
+ * URL, one level deeper, each host's robots.txt and politeness applying as
+ * to any URL. A stylesheet reached as a navigation link of an in-scope page
+ * (a <a href=x.css>) counts as in scope. @import loops end at the seen test
+ * (a stylesheet is fetched once); chains of distinct ones at max_depth +
+ * requisite_depth. */
+
+static void on_css_ref(void *ud, const css_ref *ref)
+{
+    tctx *t = ud;
+    fjob *j = t->current;
+    crawl *c = j->c;
+    url_reject why;
+    if (url_canon_resolve(t->uc, j->url, j->url_len, ref->url, ref->len, &t->out, &why) < 0) {
+        bump(&c->links_rejected);
+        return;
+    }
+    bump(&c->css_refs);
+    if (ref->kind == CSS_REF_IMPORT)
+        bump(&c->css_imports);
+    int r = discover_requisite(c, j, t->out.data, t->out.len, DB_KIND_REQUISITE);
+    if (r == 0 || r == 1) {
+        j->links_tested++;
+        j->links_new += r;
+    }
+}
+
+static void scan_stylesheet(crawl *c, fjob *j, bool truncated)
+{
+    tctx *t = my_ctx(c);
+    if (t == NULL)
+        return;
+    css_opts o = { .max_bytes = j->css_body.max, .max_url = (size_t)c->cfg->canon.max_url_bytes };
+    css_stats st;
+    t->current = j;
+    int rc = css_scan(j->css_body.data, j->css_body.len, &o, on_css_ref, t, &st);
+    t->current = NULL;
+    bump(&c->css_sheets);
+    if (rc < 0) {
+        bump(&c->css_dropped);
+        return;
+    }
+    uint64_t dropped = 0;
+    for (int k = 0; k < CSS_DROP__COUNT; k++)
+        dropped += st.dropped[k];
+    atomic_fetch_add_explicit(&c->css_dropped, dropped, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->links, st.refs + dropped, memory_order_relaxed);
+    if (truncated || st.truncated || j->css_body.len >= j->css_body.max)
+        bump(&c->css_truncated);
 }
 
 static int hook_raw(void *ctx, const fetch_job *job, const char *p, size_t n)
@@ -369,6 +475,7 @@ static void fjob_free(fjob *j)
     cr_buf_release(&j->raw);
     cr_buf_release(&j->headers);
     cr_buf_release(&j->request);
+    cr_buf_release(&j->css_body);
     cr_free(j);
 }
 
@@ -433,6 +540,7 @@ static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
                 cr_buf_init(&next->raw, (size_t)c->cfg->fetch.max_body_bytes);
                 cr_buf_init(&next->headers, 0);
                 cr_buf_init(&next->request, 0);
+                cr_buf_init(&next->css_body, (size_t)c->cfg->fetch.max_body_bytes);
                 if (next->url && submit(c, next, 0) == 0) {
                     j->fj.url = NULL; /* moved to next */
                     cr_buf_release(&out);
@@ -482,6 +590,8 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         if (r->truncated)
             bump(&c->truncated);
         archive(c, j, r);
+        if (j->css)
+            scan_stylesheet(c, j, r->truncated);
     } else {
         bump(&c->fetch_errors);
         if ((unsigned)r->error < FETCH_ERR_COUNT)
@@ -548,6 +658,7 @@ static int dispatch(crawl *c, int64_t *wake)
     cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
     cr_buf_init(&j->headers, 0);
     cr_buf_init(&j->request, 0);
+    cr_buf_init(&j->css_body, (size_t)c->cfg->fetch.max_body_bytes);
     if (j->url == NULL || submit(c, j, 0) < 0) {
         frontier_return(c->fr, &j->fj);
         fjob_free(j);
@@ -1012,6 +1123,18 @@ json_t *crawl_status_json(crawl *c)
         json_object_set_new(j, "fetch_errors_by_kind", kinds);
     else
         json_decref(kinds);
+    if (j)
+        json_object_set_new(
+            j, "requisites",
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "found",
+                      (json_int_t)atomic_load(&c->req_found), "new",
+                      (json_int_t)atomic_load(&c->req_new), "past_max_depth",
+                      (json_int_t)atomic_load(&c->req_past_depth), "stylesheets",
+                      (json_int_t)atomic_load(&c->css_sheets), "from_css",
+                      (json_int_t)atomic_load(&c->css_refs), "css_imports",
+                      (json_int_t)atomic_load(&c->css_imports), "css_dropped",
+                      (json_int_t)atomic_load(&c->css_dropped), "css_truncated",
+                      (json_int_t)atomic_load(&c->css_truncated)));
     if (j && c->w)
         json_object_set_new(j, "archive", json_pack("{s:I, s:I}", "responses",
                                                     (json_int_t)st.archived, "revisits",
@@ -1057,6 +1180,24 @@ void crawl_metrics(crawl *c, FILE *f)
             (unsigned long long)st.bytes);
     fprintf(f, "# TYPE crawld_links_total counter\ncrawld_links_total %llu\n",
             (unsigned long long)st.links);
+    fprintf(f, "# HELP crawld_requisites_total Requisites found (images, CSS, fonts, scripts), "
+               "and those new to the crawl.\n# TYPE crawld_requisites_total counter\n"
+               "crawld_requisites_total{result=\"found\"} %llu\n"
+               "crawld_requisites_total{result=\"new\"} %llu\n"
+               "crawld_requisites_total{result=\"past_max_depth\"} %llu\n",
+            (unsigned long long)atomic_load(&c->req_found),
+            (unsigned long long)atomic_load(&c->req_new),
+            (unsigned long long)atomic_load(&c->req_past_depth));
+    fprintf(f, "# HELP crawld_css_total Stylesheets parsed and the references found in them.\n"
+               "# TYPE crawld_css_total counter\n"
+               "crawld_css_total{what=\"stylesheets\"} %llu\ncrawld_css_total{what=\"refs\"} %llu\n"
+               "crawld_css_total{what=\"imports\"} %llu\ncrawld_css_total{what=\"dropped\"} %llu\n"
+               "crawld_css_total{what=\"truncated\"} %llu\n",
+            (unsigned long long)atomic_load(&c->css_sheets),
+            (unsigned long long)atomic_load(&c->css_refs),
+            (unsigned long long)atomic_load(&c->css_imports),
+            (unsigned long long)atomic_load(&c->css_dropped),
+            (unsigned long long)atomic_load(&c->css_truncated));
     fprintf(f, "# HELP crawld_dedup_decisions_total URLs decided by the seen test, by layer.\n"
                "# TYPE crawld_dedup_decisions_total counter\n");
     fprintf(f, "crawld_dedup_decisions_total{result=\"new\",layer=\"bloom_no\"} %llu\n",
