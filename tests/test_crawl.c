@@ -168,7 +168,8 @@ static void expected_for(set *out, const char *scope, const char *seed)
     snprintf(from, sizeof from, "http://a.test:%d%s", site.port, seed);
     const char *args[] = { "--pages", PAGES, "--hosts", "4", "--port", port, "--from", from,
                            "--print-expected", scope, "--max-depth", MAX_DEPTH,
-                           "--with-robots", "--fetch-requisites", "--max-path-depth", "32",
+                           "--with-robots", "--fetch-requisites", "--requisite-depth", "3",
+                           "--max-path-depth", "32",
                            "--max-repeat-segment", "3", "--max-query-params", "32",
                            "--max-url-length", "2048", NULL };
     char *text = NULL;
