@@ -1190,9 +1190,11 @@ static void gen_replay(gen *g)
     g_puts(g, "<style>.inline { background: url(inline.png) repeat; }</style>\n");
     g_record(g, g->host, "/replay/inline.png", SE_STYLE, 0);
     g_puts(g, "</head><body>\n<h1>Archived by crawld</h1>\n"
-              "<p>This page is styled by a stylesheet that the crawler found through a\n"
-              "&lt;link&gt;; the background colour, the font and the tiled squares come from\n"
-              "it. The photo comes through srcset.</p>\n<div class=\"tile\"></div>\n"
+              "<p>Replayed from a WACZ package. The background colour and the tiled squares\n"
+              "come from a stylesheet the crawler found through a &lt;link&gt;; it also names a\n"
+              "font on another host (bytes no browser accepts as a font, so a fallback shows).\n"
+              "The strips come from a &lt;style&gt; element and a style attribute, the photo\n"
+              "through srcset.</p>\n<div class=\"tile\"></div>\n"
               "<div class=\"inline\"></div>\n<p class=\"attr\" style=\"background: "
               "url('/replay/attr.png')\">a style attribute</p>\n"
               "<img id=\"photo\" alt=\"photo\" src=\"photo-1x.png\" "
@@ -1709,7 +1711,8 @@ int site_css(const site *s, int h, const char *target, const site_res *r, cr_buf
                    "       font-family: \"Crawld Replay\", Georgia, serif; }\n"
                    ".tile { width: 192px; height: 48px; background: url(tile.png) repeat;\n"
                    "        background-size: 48px 48px; image-rendering: pixelated; }\n"
-                   ".inline, .attr { height: 24px; background-size: 24px 24px !important; }\n"
+                   ".inline, .attr { height: 24px; background-size: 24px 24px !important;\n"
+                   "                 image-rendering: pixelated; }\n"
                    "#photo { width: 96px; height: 96px; image-rendering: pixelated; }\n");
         g_record(&g, h, "/replay/more.css", SE_CSS_IMPORT, 0);
         g_record(&g, h, "/replay/tile.png", SE_CSS_URL, 0);
