@@ -221,6 +221,8 @@ int cmd_run(int argc, char **argv)
     pthread_kill(r.sig_thread, SIGUSR1);
     pthread_join(r.sig_thread, NULL);
     rc = run_rc == 0 && close_rc == 0 ? 0 : 1;
+    if (rc == 0 && cfg.archive.wacz && !cfg.archive.warc)
+        fprintf(stderr, "crawld run: archive.wacz needs archive.warc = true: no package written\n");
     if (rc == 0 && cfg.archive.warc && cfg.archive.wacz) {
         char chosen[4400];
         wacz_stats st;
