@@ -200,7 +200,8 @@ static void expected_requisites(set *out, const char *seed, const char *depth, b
     char *text = NULL;
     size_t len = 0;
     assert_int_equal(testsite_run(args, &text, &len), 0);
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         set_add(out, line);
     free(text);
     set_sort_unique(out);
