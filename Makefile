@@ -8,13 +8,15 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 VARIANT ?=
 
-# Debian packages the build, the tests and `make run` need.
+# Debian packages the build, the tests and `make run` need. The replay test
+# also needs node and npm (Debian's nodejs and npm), checked by command so a
+# node installed another way (which brings its own npm) is not fought with.
 DEB_PKGS = pkg-config gcc make clang libclang-rt-14-dev libcurl4-openssl-dev \
 	libxml2-dev libxml2-utils libxxhash-dev libsqlite3-dev libcmocka-dev \
 	libmicrohttpd-dev libjansson-dev libpsl-dev zlib1g-dev libssl-dev \
-	libbloom-dev libbrotli-dev libidn2-dev nodejs chromium
+	libbloom-dev libbrotli-dev libidn2-dev libzip-dev chromium
 PC_LIBS = libcurl libxml-2.0 libxxhash sqlite3 libmicrohttpd jansson libpsl zlib libcrypto libbrotlidec \
-	libidn2
+	libidn2 libzip
 
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wwrite-strings -Wvla -Wformat=2
@@ -101,6 +103,8 @@ deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then \
 	  echo "make deps: installing$$missing"; \

@@ -52,7 +52,9 @@ static const option options[] = {
     INT(crawl, max_depth, 0, 100000, "50", "links followed from a seed at most (0: the seeds only)"),
     INT(crawl, max_pages, 0, 1e15, "0", "pages fetched in all at most (0: no limit)"),
     INT(crawl, max_pages_per_host, 0, 1e15, "0", "pages fetched per host at most (0: no limit)"),
-    BOOL(crawl, fetch_requisites, "true", "fetch images, CSS and scripts of in-scope pages from other hosts too"),
+    BOOL(crawl, fetch_requisites, "true", "fetch what in-scope pages need to render (images, CSS and what it loads, fonts, scripts) outside the scope, past max_depth, as requisites_scope and requisite_depth allow"),
+    ENUM(crawl, requisites_scope, "same-host|any", "\"any\"", "hosts requisites come from: the host of the page or stylesheet that needs them, or any (a CDN); each host's robots.txt and politeness still apply"),
+    INT(crawl, requisite_depth, 0, 100, "3", "levels of requisites fetched past max_depth (a page's stylesheet, its @import, the images and fonts they load; 0: requisites obey max_depth)"),
     BOOL(crawl, follow_nofollow, "false", "follow rel=nofollow links and pages with meta robots nofollow"),
     BOOL(crawl, daemon, "false", "keep running when the frontier is empty, waiting for seeds from the API"),
     INT(crawl, max_path_depth, 1, 1000, "32", "trap limit: path segments per URL"),
@@ -113,6 +115,7 @@ static const option options[] = {
     STR(archive, prefix, "\"crawld\"", "WARC file name prefix"),
     INT(archive, max_file_bytes, 1048576, 1e13, "1073741824", "rotate WARC files at this size"),
     BOOL(archive, revisits, "true", "write revisit records for payloads already archived"),
+    BOOL(archive, wacz, "false", "at the end of a crawl, package its WARC files as a WACZ (state_dir/wacz/PREFIX-TIMESTAMP.wacz, a new file each run)"),
 
     STR(control, listen, "\"127.0.0.1:8919\"", "control API address (\"\" to disable)"),
     STR(control, token, "\"\"", "bearer token; required when listen is not loopback"),

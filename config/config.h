@@ -21,6 +21,7 @@ typedef struct str_list {
 
 enum crawl_scope { SCOPE_HOST, SCOPE_DOMAIN, SCOPE_PREFIX, SCOPE_ANY };
 enum dedup_verify { VERIFY_NEVER, VERIFY_ALWAYS, VERIFY_IN_SCOPE };
+enum requisites_scope { REQUISITES_SAME_HOST, REQUISITES_ANY };
 
 typedef struct crawl_config {
     struct {
@@ -35,6 +36,8 @@ typedef struct crawl_config {
         int64_t max_pages;         /* 0: no limit */
         int64_t max_pages_per_host;
         bool fetch_requisites;
+        int requisites_scope;      /* enum requisites_scope */
+        int64_t requisite_depth;
         bool follow_nofollow;
         bool daemon;
         int64_t max_path_depth;
@@ -99,6 +102,7 @@ typedef struct crawl_config {
         char *prefix;
         int64_t max_file_bytes;
         bool revisits;
+        bool wacz;
     } archive;
     struct {
         char *listen;

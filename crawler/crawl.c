@@ -68,6 +68,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "crawler/web/css.h"
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
 #include "crawler/sampler.h"
@@ -145,6 +146,9 @@ struct crawl {
         links_out_of_scope, nofollow_skipped, redirects, redirects_too_long, truncated;
     atomic_uint_fast64_t links_rejected_by[URL_REJ_COUNT];
     atomic_uint_fast64_t errors_by_kind[FETCH_ERR_COUNT];
+    /* requisites (see "requisites from CSS") */
+    atomic_uint_fast64_t req_found, req_new, req_past_depth, css_sheets, css_refs, css_imports,
+        css_dropped, css_truncated;
     sampler *smp;               /* the scheduler's: figures over time */
 };
 
@@ -164,6 +168,8 @@ struct fjob {
     cr_buf body;                /* robots.txt body */
     cr_buf raw;                 /* wire payload for the archive */
     cr_buf headers, request;
+    bool css;                   /* a 200 text/css body, gathered in css_body */
+    cr_buf css_body;
     char ip[64];
     int64_t links_tested, links_new; /* this page's links that met the seen test */
 };
@@ -240,14 +246,18 @@ static void on_inserted(void *ud, const db_result *r)
  * requested, scoped and archived; the first spelling found is the one
  * fetched) and its key (the seen test): 1 new and queued, 0 duplicate (or
  * no host), DISCOVER_OUT_OF_SCOPE, < 0 storage error. hops: the redirects
- * that led to it (stored with the row). */
+ * that led to it (stored with the row). A requisite names the page or
+ * stylesheet it was found on (from, may be NULL), for
+ * crawl.requisites_scope. */
 static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
                  int depth, int kind, int hops);
 
-static int discover(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
-                    int depth, int kind, int hops)
+static int discover_from(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
+                         int depth, int kind, int hops, const char *from, size_t from_len)
 {
-    scope_verdict v = scope_check(c->sc, fetch, flen, depth, kind);
+    scope_verdict v = kind == DB_KIND_REQUISITE && from != NULL
+                          ? scope_check_requisite(c->sc, fetch, flen, depth, from, from_len)
+                          : scope_check(c->sc, fetch, flen, depth, kind);
     if (v != SCOPE_ALLOWED) {
         bump(&c->links_out_of_scope);
         return DISCOVER_OUT_OF_SCOPE;
@@ -293,12 +303,44 @@ static void count_rejected(crawl *c, url_reject why)
         bump(&c->links_rejected_by[why]);
 }
 
+static int discover(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
+                    int depth, int kind, int hops)
+{
+    return discover_from(c, fetch, flen, key, klen, depth, kind, hops, NULL, 0);
+}
+
+/* A requisite of the page or stylesheet j (its fetch form and key):
+ * discovered one level deeper, counted. */
+static int discover_requisite(crawl *c, fjob *j, const char *fetch, size_t flen, const char *key,
+                              size_t klen, int kind)
+{
+    bump(&c->req_found);
+    int depth = j->fj.depth + 1;
+    int r = discover_from(c, fetch, flen, key, klen, depth, kind, 0, j->url, j->url_len);
+    if (r == 1) {
+        bump(&c->req_new);
+        if (kind == DB_KIND_REQUISITE && c->cfg->crawl.max_depth >= 0 &&
+            depth > c->cfg->crawl.max_depth)
+            bump(&c->req_past_depth);
+    }
+    return r;
+}
+
 /* ---- fetcher hooks (fetcher threads) ------------------------------------ */
 
 static tctx *my_ctx(crawl *c)
 {
     int i = fetcher_thread_index();
     return i >= 0 && (unsigned)i < c->nthreads ? &c->threads[i] : NULL;
+}
+
+static bool is_css(const char *ct)
+{
+    if (ct == NULL)
+        return false;
+    while (*ct == ' ')
+        ct++;
+    return strncasecmp(ct, "text/css", 8) == 0 && (ct[8] == '\0' || ct[8] == ';' || ct[8] == ' ');
 }
 
 static bool is_html(const char *ct)
@@ -340,6 +382,8 @@ static int hook_response(void *ctx, const fetch_job *job, const fetch_response *
         if (lp)
             links_reset(lp, r->content_type);
     }
+    if (!j->fj.is_robots && r->status == 200 && is_css(r->content_type))
+        j->css = true;
     return 0;
 }
 
@@ -371,8 +415,11 @@ static void on_link(void *ud, const links_link *l)
         int kind = l->cls == LINKS_REQUISITE && scope_in_scope(c->sc, j->url, j->url_len)
                        ? DB_KIND_REQUISITE
                        : DB_KIND_NAVIGATION;
-        int r = discover(c, t->out.data, t->out.len, t->key.data, t->key.len, j->fj.depth + 1,
-                         kind, 0);
+        int r = l->cls == LINKS_REQUISITE
+                    ? discover_requisite(c, j, t->out.data, t->out.len, t->key.data, t->key.len,
+                                         kind)
+                    : discover(c, t->out.data, t->out.len, t->key.data, t->key.len,
+                               j->fj.depth + 1, kind, 0);
         if (r == 0 || r == 1) {
             j->links_tested++;
             j->links_new += r;
@@ -393,8 +440,71 @@ static int hook_body(void *ctx, const fetch_job *job, const char *p, size_t n)
         t->current = j;
         links_feed(j->lp, p, n);
         t->current = NULL;
+    } else if (j->css && cr_buf_append(&j->css_body, p, n) < 0) {
+        /* past the cap (or out of memory): keep what fits; the scan counts
+         * the stylesheet as truncated */
+        size_t room = j->css_body.max > j->css_body.len ? j->css_body.max - j->css_body.len : 0;
+        if (room > 0 && cr_buf_append(&j->css_body, p, room < n ? room : n) < 0)
+            room = 0;
     }
     return 0;
+}
+
+/* ---- requisites from CSS ------------------------------------------------ */
+
+/* A stylesheet's url() and @import references are requisites of the page
+ * that needed it, whatever the scope says about the stylesheet itself
+ * (a CDN's CSS loads the CDN's fonts): resolved against the stylesheet's
+ * URL, one level deeper, each host's robots.txt and politeness applying as
+ * to any URL. A stylesheet reached as a navigation link of an in-scope page
+ * (a <a href=x.css>) counts as in scope. @import loops end at the seen test
+ * (a stylesheet is fetched once); chains of distinct ones at max_depth +
+ * requisite_depth. */
+
+static void on_css_ref(void *ud, const css_ref *ref)
+{
+    tctx *t = ud;
+    fjob *j = t->current;
+    crawl *c = j->c;
+    url_reject why = URL_OK;
+    if (url_canon_forms(t->uc, j->url, j->url_len, ref->url, ref->len, &t->out, &t->key, &why) <
+        0) {
+        count_rejected(c, why);
+        return;
+    }
+    bump(&c->css_refs);
+    if (ref->kind == CSS_REF_IMPORT)
+        bump(&c->css_imports);
+    int r = discover_requisite(c, j, t->out.data, t->out.len, t->key.data, t->key.len,
+                               DB_KIND_REQUISITE);
+    if (r == 0 || r == 1) {
+        j->links_tested++;
+        j->links_new += r;
+    }
+}
+
+static void scan_stylesheet(crawl *c, fjob *j, bool truncated)
+{
+    tctx *t = my_ctx(c);
+    if (t == NULL)
+        return;
+    css_opts o = { .max_bytes = j->css_body.max, .max_url = (size_t)c->cfg->canon.max_url_bytes };
+    css_stats st;
+    t->current = j;
+    int rc = css_scan(j->css_body.data, j->css_body.len, &o, on_css_ref, t, &st);
+    t->current = NULL;
+    bump(&c->css_sheets);
+    if (rc < 0) {
+        bump(&c->css_dropped);
+        return;
+    }
+    uint64_t dropped = 0;
+    for (int k = 0; k < CSS_DROP__COUNT; k++)
+        dropped += st.dropped[k];
+    atomic_fetch_add_explicit(&c->css_dropped, dropped, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->links, st.refs + dropped, memory_order_relaxed);
+    if (truncated || st.truncated || j->css_body.len >= j->css_body.max)
+        bump(&c->css_truncated);
 }
 
 static int hook_raw(void *ctx, const fetch_job *job, const char *p, size_t n)
@@ -415,6 +525,7 @@ static void fjob_free(fjob *j)
     cr_buf_release(&j->raw);
     cr_buf_release(&j->headers);
     cr_buf_release(&j->request);
+    cr_buf_release(&j->css_body);
     cr_free(j);
 }
 
@@ -479,6 +590,7 @@ static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
                 cr_buf_init(&next->raw, (size_t)c->cfg->fetch.max_body_bytes);
                 cr_buf_init(&next->headers, 0);
                 cr_buf_init(&next->request, 0);
+                cr_buf_init(&next->css_body, (size_t)c->cfg->fetch.max_body_bytes);
                 if (next->url && submit(c, next, 0) == 0) {
                     j->fj.url = NULL; /* moved to next */
                     cr_buf_release(&out);
@@ -528,6 +640,8 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         if (r->truncated)
             bump(&c->truncated);
         archive(c, j, r);
+        if (j->css)
+            scan_stylesheet(c, j, r->truncated);
     } else {
         bump(&c->fetch_errors);
         if ((unsigned)r->error < FETCH_ERR_COUNT)
@@ -606,6 +720,7 @@ static int dispatch(crawl *c, int64_t *wake)
     cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
     cr_buf_init(&j->headers, 0);
     cr_buf_init(&j->request, 0);
+    cr_buf_init(&j->css_body, (size_t)c->cfg->fetch.max_body_bytes);
     if (j->url == NULL || submit(c, j, 0) < 0) {
         frontier_return(c->fr, &j->fj);
         fjob_free(j);
@@ -1103,6 +1218,14 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     st->in_flight = st->frontier.in_flight;
     st->paused = st->frontier.paused;
     db_get_stats(c->d, &st->db);
+    st->req.found = atomic_load(&c->req_found);
+    st->req.new_ = atomic_load(&c->req_new);
+    st->req.past_depth = atomic_load(&c->req_past_depth);
+    st->req.sheets = atomic_load(&c->css_sheets);
+    st->req.refs = atomic_load(&c->css_refs);
+    st->req.imports = atomic_load(&c->css_imports);
+    st->req.dropped = atomic_load(&c->css_dropped);
+    st->req.truncated = atomic_load(&c->css_truncated);
     st->queued = st->db.rows[DB_STATE_QUEUED];
     if (st->db.stalled || st->db.failed)
         db_last_error(c->d, st->storage_error, sizeof st->storage_error);

@@ -99,6 +99,11 @@ typedef struct crawl_status {
     bloom_stats bloom;         /* the whole filter */
     uint64_t scope_verdicts[SCOPE_VERDICT_COUNT]; /* links per scope verdict */
     db_stats db;               /* the writer's figures */
+    struct {
+        uint64_t found, new_, past_depth; /* requisites found, new, new past max_depth */
+        uint64_t sheets, refs, imports, dropped, truncated; /* stylesheets read, their
+                                   references, @imports, refs dropped, sheets cut */
+    } req;
     char storage_error[512];   /* the store's last error, while stalled or failed */
     char end[256];             /* how the crawl ended: "frontier drained", "stopped at
                                   max_pages with N queued", "stopped by signal with N

@@ -83,6 +83,8 @@ void wire_scope_opts(const crawl_config *c, scope_opts *out)
     out->exclude = (const char *const *)c->crawl.exclude.v;
     out->n_exclude = c->crawl.exclude.n;
     out->fetch_requisites = c->crawl.fetch_requisites;
+    out->requisites_same_host = c->crawl.requisites_scope == REQUISITES_SAME_HOST;
+    out->requisite_depth = c->crawl.requisite_depth;
     out->max_depth = c->crawl.max_depth;
     out->max_url_length = c->canon.max_url_bytes;
     out->max_path_depth = c->crawl.max_path_depth;

@@ -288,6 +288,8 @@ void scope_opts_defaults(scope_opts *o)
     memset(o, 0, sizeof(*o));
     o->mode = SCOPE_MODE_HOST;
     o->fetch_requisites = true;
+    o->requisites_same_host = false;
+    o->requisite_depth = 0;
     o->max_depth = -1;
     o->max_url_length = -1;
     o->max_path_depth = -1;
@@ -594,7 +596,10 @@ scope_verdict scope_check(scope *s, const char *url, size_t len, int64_t depth, 
         v = SCOPE_OUT_OF_SCOPE;
     else
         v = scope_part(s, url, len, &p, kind);
-    if (v == SCOPE_ALLOWED && s->o.max_depth >= 0 && depth > s->o.max_depth)
+    int64_t max_depth = s->o.max_depth;
+    if (max_depth >= 0 && kind == DB_KIND_REQUISITE && s->o.fetch_requisites)
+        max_depth += s->o.requisite_depth > 0 ? s->o.requisite_depth : 0;
+    if (v == SCOPE_ALLOWED && max_depth >= 0 && depth > max_depth)
         v = SCOPE_TOO_DEEP;
     if (v == SCOPE_ALLOWED)
         v = traps(s, len, url, &p);
@@ -602,6 +607,20 @@ scope_verdict scope_check(scope *s, const char *url, size_t len, int64_t depth, 
         my_stripe = atomic_fetch_add(&next_stripe, 1) % COUNT_STRIPES;
     atomic_fetch_add_explicit(&s->counts[my_stripe].n[v], 1, memory_order_relaxed);
     return v;
+}
+
+scope_verdict scope_check_requisite(scope *s, const char *url, size_t len, int64_t depth,
+                                    const char *from, size_t from_len)
+{
+    int kind = DB_KIND_REQUISITE;
+    if (s->o.requisites_same_host) {
+        url_parts a, b;
+        if (url == NULL || from == NULL || parse_url(url, len, &a) != 0 ||
+            parse_url(from, from_len, &b) != 0 || a.host_len != b.host_len ||
+            memcmp(url + a.host_off, from + b.host_off, a.host_len) != 0)
+            kind = DB_KIND_NAVIGATION;
+    }
+    return scope_check(s, url, len, depth, kind);
 }
 
 void scope_get_counts(scope *s, uint64_t out[SCOPE_VERDICT_COUNT])

@@ -12,7 +12,8 @@
  *                  this check from any host when fetch_requisites is on.
  *   2. excluded    one of the exclude patterns matches (exclude wins over
  *                  include and over the seed and requisite passes).
- *   3. too_deep    depth > max_depth.
+ *   3. too_deep    depth > max_depth; for a requisite (with
+ *                  fetch_requisites), depth > max_depth + requisite_depth.
  *   4. traps       URL length, path depth, repeated segment, query params.
  *
  * Patterns are globs over the whole canonical URL: '*' matches any run of
@@ -74,6 +75,9 @@ typedef struct scope_opts {
     const char *const *exclude;
     size_t n_exclude;
     bool fetch_requisites;
+    bool requisites_same_host;      /* scope_check_requisite: only from the
+                                       referring page's (or stylesheet's) host */
+    int64_t requisite_depth;        /* levels past max_depth a requisite may be */
     int64_t max_depth;              /* 0 = seeds only; < 0 = no limit */
     int64_t max_url_length;         /* < 0 = off (as every limit below) */
     int64_t max_path_depth;
@@ -81,7 +85,8 @@ typedef struct scope_opts {
     int64_t max_query_params;
 } scope_opts;
 
-/* Mode host, no patterns, requisites on, every limit off. OUT: o */
+/* Mode host, no patterns, requisites on from any host, requisite_depth 0,
+ * every limit off. OUT: o */
 void scope_opts_defaults(scope_opts *o);
 
 /* A scope with no seeds yet. NULL when memory runs out or o is invalid (a
@@ -107,6 +112,13 @@ size_t scope_seed_count(scope *s);
  * redirected was one. A URL that is not http(s) with a host is out of scope.
  * Counts the verdict. */
 scope_verdict scope_check(scope *s, const char *url, size_t len, int64_t depth, int kind);
+
+/* scope_check for a requisite found on the page or stylesheet `from` (a
+ * canonical URL): with requisites_same_host, one on another host than
+ * from's is checked as DB_KIND_NAVIGATION (so the scope mode and max_depth
+ * decide), otherwise as DB_KIND_REQUISITE. Hosts compare without port. */
+scope_verdict scope_check_requisite(scope *s, const char *url, size_t len, int64_t depth,
+                                    const char *from, size_t from_len);
 
 /* Check 1 and 2 only (scope mode or include, and not excluded), without
  * depth, traps or counting: "is this page in scope?". 1 or 0. */

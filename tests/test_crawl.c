@@ -66,6 +66,8 @@ typedef struct cfgopts {
     const char *listen;    /* NULL: API off */
     const char *token;
     const char *commit_ms; /* NULL: the default storage.commit_interval_ms */
+    const char *crawl_extra; /* more [crawl] lines, or NULL */
+    bool wacz;
 } cfgopts;
 
 /* A config for this site. Returns its path. */
@@ -81,7 +83,7 @@ static const char *write_config(const char *name, const char *state_dir, const c
     int p = site.port;
     fprintf(f,
             "[crawl]\nseeds = [\"http://a.test:%d%s\"]\nscope = \"%s\"\nmax_depth = %s\n"
-            "daemon = %s\n[archive]\nwarc = %s\n"
+            "daemon = %s\n%s\n[archive]\nwarc = %s\nwacz = %s\n"
             "[fetch]\nresolve = [\"a.test:%d:127.0.0.1\", \"b.test:%d:127.0.0.1\", "
             "\"c.test:%d:127.0.0.1\", \"d.test:%d:127.0.0.1\"]\n"
             "timeout_ms = 5000\nmax_body_bytes = 1048576\nconnections = 16\n"
@@ -92,7 +94,8 @@ static const char *write_config(const char *name, const char *state_dir, const c
             "[control]\nlisten = \"%s\"\ntoken = \"%s\"\n",
             p, o->seed ? o->seed : "/", o->scope ? o->scope : "host",
             o->max_depth ? o->max_depth : MAX_DEPTH, o->daemon ? "true" : "false",
-            o->warc ? "true" : "false", p, p, p, p,
+            o->crawl_extra ? o->crawl_extra : "", o->warc ? "true" : "false",
+            o->wacz ? "true" : "false", p, p, p, p,
             o->delay_ms, state_dir, o->commit_ms ? "commit_interval_ms = " : "",
             o->commit_ms ? o->commit_ms : "", o->commit_ms ? "\n" : "", o->listen ? o->listen : "",
             o->token ? o->token : "");
@@ -169,7 +172,8 @@ static void expected_for(set *out, const char *scope, const char *seed)
     snprintf(from, sizeof from, "http://a.test:%d%s", site.port, seed);
     const char *args[] = { "--pages", PAGES, "--hosts", "4", "--port", port, "--from", from,
                            "--print-expected", scope, "--max-depth", MAX_DEPTH,
-                           "--with-robots", "--fetch-requisites", "--max-path-depth", "32",
+                           "--with-robots", "--fetch-requisites", "--requisite-depth", "3",
+                           "--max-path-depth", "32",
                            "--max-repeat-segment", "3", "--max-query-params", "32",
                            "--max-url-length", "2048", NULL };
     char *text = NULL;
@@ -180,6 +184,28 @@ static void expected_for(set *out, const char *scope, const char *seed)
     free(text);
     set_sort_unique(out);
     assert_true(out->n > 10);
+}
+
+/* The site's answer for a crawl from a.test's seed target with max_depth
+ * depth (and the default requisite_depth 3); same_host for
+ * requisites_scope = "same-host". */
+static void expected_requisites(set *out, const char *seed, const char *depth, bool same_host)
+{
+    char port[16], from[128];
+    snprintf(port, sizeof port, "%d", site.port);
+    snprintf(from, sizeof from, "http://a.test:%d%s", site.port, seed);
+    const char *args[] = { "--pages", PAGES, "--hosts", "4", "--port", port, "--from", from,
+                           "--print-expected", "host", "--max-depth", depth, "--with-robots",
+                           "--fetch-requisites", "--requisite-depth", "3",
+                           same_host ? "--requisites-same-host" : NULL, NULL };
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(testsite_run(args, &text, &len), 0);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        set_add(out, line);
+    free(text);
+    set_sort_unique(out);
 }
 
 static void expected(set *out)
@@ -362,6 +388,138 @@ static void every_scope_fetches_its_exact_set(void **state)
         set_free(&got);
         cr_buf_release(&err);
     }
+}
+
+/* Requisites from CSS: the /replay/ page's stylesheet, its @import loop,
+ * the image only its url() names, the font on the next host, <style> and
+ * style attribute images, srcset: exactly the site's answer, past
+ * max_depth 0, once each; with requisites_scope = "same-host" the other
+ * host's font is left alone (and its robots.txt never fetched); an endless
+ * @import chain stops at max_depth + requisite_depth. */
+static void css_requisites_fetch_the_exact_set(void **state)
+{
+    (void)state;
+    struct {
+        const char *name, *seed, *extra;
+        bool same_host;
+        size_t want;
+    } cases[] = {
+        { "req-any", "/replay/", NULL, false, 11 },
+        { "req-same", "/replay/", "requisites_scope = \"same-host\"", true, 9 },
+        { "req-chain", "/replay/chain.html", NULL, false, 5 },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        cfgopts o = { .seed = cases[k].seed, .max_depth = "0", .crawl_extra = cases[k].extra };
+        const char *cfg = write_config(cases[k].name, state_dir(cases[k].name), &o);
+        size_t from = log_lines();
+        cr_buf err;
+        cr_buf_init(&err, 0);
+        int rc = run_crawl(cfg, &err);
+        if (rc != 0)
+            fail_msg("%s: crawld run exited %d: %s", cases[k].name, rc, err.data);
+        set want = { 0 }, got = { 0 };
+        expected_requisites(&want, cases[k].seed, "0", cases[k].same_host);
+        size_t dups = 0;
+        fetched_since(from, &got, &dups);
+        print_message("%s: %zu URLs expected, %zu fetched\n", cases[k].name, want.n, got.n);
+        assert_same(&want, &got);
+        assert_int_equal(dups, 0);
+        assert_int_equal(want.n, cases[k].want); /* the site's answer is what we think */
+        char font[128];
+        snprintf(font, sizeof font, "http://b.test:%d/replay/font.woff2", site.port);
+        assert_int_equal(set_has(&got, font), k == 0);
+        /* the figures say so too */
+        cr_buf out;
+        cr_buf_init(&out, 0);
+        assert_int_equal(proc_crawld((const char *const[]){ "stats", "--state",
+                                                            state_dir(cases[k].name), "--json",
+                                                            NULL },
+                                     NULL, &out, NULL),
+                         0);
+        json_error_t je;
+        json_t *j = json_loads(out.data, 0, &je);
+        assert_non_null(j);
+        json_t *req = json_object_get(json_object_get(j, "crawl"), "requisites");
+        if (req == NULL)
+            req = json_object_get(j, "requisites");
+        assert_non_null(req);
+        long long sheets = json_integer_value(json_object_get(req, "stylesheets"));
+        long long imports = json_integer_value(json_object_get(req, "css_imports"));
+        long long past = json_integer_value(json_object_get(req, "past_max_depth"));
+        if (k < 2) {
+            assert_int_equal(sheets, 2);
+            assert_int_equal(imports, 2); /* more.css, and the loop back to style.css */
+        } else {
+            assert_int_equal(sheets, 3);
+            assert_int_equal(imports, 3); /* 1 -> 2 -> 3 -> 4, which is too deep */
+        }
+        assert_int_equal(past, (long long)(cases[k].want - 1 - (k == 0 ? 2 : 1)));
+        assert_non_null(strstr(err.data, "requisites: "));
+        json_decref(j);
+        cr_buf_release(&out);
+        set_free(&want);
+        set_free(&got);
+        cr_buf_release(&err);
+    }
+}
+
+/* archive.wacz writes a package at the end of each run, a new one each
+ * time; `crawld wacz` writes one where asked and never replaces a file. */
+static void wacz_packages(void **state)
+{
+    (void)state;
+    cfgopts o = { .seed = "/replay/", .max_depth = "0", .warc = true, .wacz = true };
+    const char *cfg = write_config("wacz", state_dir("wacz"), &o);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    int rc = run_crawl(cfg, &err);
+    if (rc != 0)
+        fail_msg("crawld run exited %d: %s", rc, err.data);
+    assert_non_null(strstr(err.data, "crawld: WACZ "));
+    assert_non_null(strstr(err.data, ": 1 WARC files, 1 pages"));
+    cr_buf_release(&err);
+    sleep(1); /* the next package's name has another second */
+    cr_buf_init(&err, 0);
+    assert_int_equal(run_crawl(cfg, &err), 0); /* a resumed run: nothing new, a new package */
+    assert_non_null(strstr(err.data, "crawld: WACZ "));
+    cr_buf_release(&err);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls %s/wacz/*.wacz | wc -l", state_dir("wacz"));
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    const char *sh[] = { "/bin/sh", "-c", cmd, NULL };
+    assert_int_equal(proc_run(sh, NULL, 0, &out, NULL), 0);
+    assert_int_equal(strtol(out.data, NULL, 10), 2);
+    cr_buf_release(&out);
+
+    char pkg[300];
+    snprintf(pkg, sizeof pkg, "%s/site.wacz", workdir);
+    cr_buf_init(&out, 0);
+    cr_buf_init(&err, 0);
+    assert_int_equal(proc_crawld((const char *const[]){ "wacz", "-c", cfg, "-o", pkg, NULL }, NULL,
+                                 &out, &err),
+                     0);
+    assert_non_null(strstr(out.data, "site.wacz: "));
+    assert_non_null(strstr(out.data, "1 pages (1 with a title)"));
+    struct stat sb;
+    assert_int_equal(stat(pkg, &sb), 0);
+    cr_buf_release(&out);
+    cr_buf_release(&err);
+    cr_buf_init(&err, 0);
+    assert_int_equal(proc_crawld((const char *const[]){ "wacz", "-c", cfg, "-o", pkg, NULL }, NULL,
+                                 NULL, &err),
+                     1);
+    assert_non_null(strstr(err.data, "never replaced"));
+    cr_buf_release(&err);
+    cr_buf_init(&err, 0);
+    assert_int_equal(proc_crawld((const char *const[]){ "wacz", "--state", "/nonexistent/state",
+                                                        NULL },
+                                 NULL, NULL, &err),
+                     1);
+    assert_non_null(strstr(err.data, "/nonexistent/state"));
+    cr_buf_release(&err);
+    assert_int_equal(proc_crawld((const char *const[]){ "wacz", "--bogus", NULL }, NULL, NULL, NULL),
+                     2);
 }
 
 /* With archiving on, warcio (a parser we did not write) reads every record
@@ -832,6 +990,8 @@ int main(void)
         cmocka_unit_test(second_run_fetches_nothing_again),
         cmocka_unit_test(every_scope_fetches_its_exact_set),
         cmocka_unit_test(archive_reads_back_with_warcio),
+        cmocka_unit_test(css_requisites_fetch_the_exact_set),
+        cmocka_unit_test(wacz_packages),
         cmocka_unit_test(sigterm_stops_cleanly_and_resume_completes),
         cmocka_unit_test(sigkill_at_random_points_loses_nothing),
         cmocka_unit_test(politeness_spacing_is_kept),

@@ -127,6 +127,8 @@ static void same(const result *a, const result *b)
     assert_int_equal(a->st.truncated, b->st.truncated);
     assert_int_equal(a->st.nul_bytes, b->st.nul_bytes);
     assert_int_equal(a->st.invalid, b->st.invalid);
+    assert_int_equal(a->st.styles, b->st.styles);
+    assert_int_equal(a->st.style_dropped, b->st.style_dropped);
     assert_int_equal(a->st.enc_source, b->st.enc_source);
     assert_string_equal(a->st.encoding ? a->st.encoding : "-",
                         b->st.encoding ? b->st.encoding : "-");
@@ -537,7 +539,108 @@ static void script_and_style_hide_links(void **state)
     expect("<script>document.write('<a href=\"/s1\">');var x = '</a><img src=/s2>';</script>"
            "<style>a[href=\"/s3\"] { background: url(/bg.png) }</style>"
            "<script type=text/template><a href=/s4></script><a href=/real>",
-           "a N /real\n");
+           "style R /bg.png\na N /real\n");
+}
+
+/* ---- CSS in the page and the title ------------------------------------------ */
+
+static void style_elements_and_attributes(void **state)
+{
+    (void)state;
+    result r;
+    extract("<html><head><base href=/b/><style>@import 'i.css';\n"
+            "body { background: url(\"bg.png\") }</style>"
+            "<style>@font-face { src: url(f.woff2) } a { b: image-set('x.png' 1x) }</style>"
+            "</head><body><p style=\"background-image: url(p.png); color: red\">t</p>"
+            "<div style=\"color: red\"></div><span style='@import \"no.css\"; x: url(s.png)'>"
+            "<a href=after.html>a</a></body></html>",
+            &r);
+    assert_string_equal(text(&r), "style-import R i.css @/b/\nstyle R bg.png @/b/\n"
+                                  "style R f.woff2 @/b/\nstyle R x.png @/b/\n"
+                                  "style-attr R p.png @/b/\nstyle-attr R s.png @/b/\n"
+                                  "a N after.html @/b/\n");
+    assert_int_equal(r.st.styles, 4); /* the attribute without '(' is not scanned */
+    assert_int_equal(r.st.style_dropped, 0);
+    result_release(&r);
+}
+
+static void style_details(void **state)
+{
+    (void)state;
+    result r;
+    /* a <style> open at the end of the page is scanned too */
+    expect("<style>a { b: url(end.png) }", "style R end.png\n");
+    /* in a textarea it is text */
+    expect("<textarea><style>a { b: url(t.png) }</style></textarea><a href=/x>", "a N /x\n");
+    /* drops of the CSS scanner are counted; entities are decoded in attributes */
+    extract("<style>a { b: url(data:x) url(#f) url(ok.png) }</style>"
+            "<p style=\"background: url(&quot;q.png&quot;)\">",
+            &r);
+    assert_string_equal(text(&r), "style R ok.png\nstyle-attr R q.png\n");
+    assert_int_equal(r.st.style_dropped, 2);
+    result_release(&r);
+    /* a <style> of more than 4 MiB: the first 4 MiB are read, the cut counted */
+    size_t n = (4u << 20) + 100;
+    char *big = malloc(n + 64);
+    assert_non_null(big);
+    memcpy(big, "<style>a{b:url(first.png)}", 26);
+    memset(big + 26, ' ', n - 26);
+    memcpy(big + n - 30, "a{b:url(late.png)}</style>", 26);
+    links_opts o = { .max_bytes = 8u << 20 };
+    run(big, n, NULL, &o, WHOLE, 0, &r);
+    assert_string_equal(r.out.data, "style R first.png\n");
+    assert_int_equal(r.st.style_dropped, 1);
+    result_release(&r);
+    free(big);
+}
+
+static const char *title_of(const char *html, size_t *len)
+{
+    static char copy[LINKS_TITLE_MAX + 1];
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    links_parser *p = links_new(NULL, collect, &out);
+    assert_non_null(p);
+    links_reset(p, NULL);
+    links_feed(p, html, strlen(html));
+    links_finish(p);
+    const char *t = links_title(p, len);
+    const char *ret = NULL;
+    if (t != NULL) {
+        assert_int_equal(strlen(t), *len);
+        memcpy(copy, t, *len + 1);
+        ret = copy;
+    }
+    links_free(p);
+    cr_buf_release(&out);
+    return ret;
+}
+
+static void titles(void **state)
+{
+    (void)state;
+    size_t n;
+    assert_string_equal(title_of("<title>Hello</title>", &n), "Hello");
+    assert_string_equal(title_of("<html><head><title>\n  A &amp; B\t\n  C </title>"
+                                 "<title>second</title></head><body><title>x</title>",
+                                 &n),
+                        "A & B C");
+    assert_string_equal(title_of("<title></title><p>text", &n), "");
+    assert_int_equal(n, 0);
+    assert_null(title_of("<p>no title</p>", &n));
+    assert_int_equal(n, 0);
+    assert_string_equal(title_of("<title>caf\xc3\xa9</title>", &n), "caf\xc3\xa9");
+    /* cut at LINKS_TITLE_MAX, never inside a character */
+    cr_buf b;
+    cr_buf_init(&b, 0);
+    assert_int_equal(cr_buf_puts(&b, "<title>x"), 0);
+    for (int i = 0; i < 2000; i++)
+        assert_int_equal(cr_buf_puts(&b, "\xc3\xa9"), 0);
+    assert_int_equal(cr_buf_puts(&b, "</title>"), 0);
+    const char *t = title_of(b.data, &n);
+    assert_int_equal(n, LINKS_TITLE_MAX - 1);
+    assert_true(((unsigned char)t[n - 1] & 0xC0) == 0x80);
+    cr_buf_release(&b);
 }
 
 static void cdata_in_html(void **state)
@@ -1365,6 +1468,9 @@ int main(void)
         cmocka_unit_test(comments_hide_links),
         cmocka_unit_test(odd_comments),
         cmocka_unit_test(script_and_style_hide_links),
+        cmocka_unit_test(style_elements_and_attributes),
+        cmocka_unit_test(style_details),
+        cmocka_unit_test(titles),
         cmocka_unit_test(cdata_in_html),
         cmocka_unit_test(inert_elements),
         cmocka_unit_test(inert_base_and_meta),

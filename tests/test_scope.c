@@ -281,6 +281,49 @@ static void requisites_come_from_any_host(void **state)
     scope_free(s);
 }
 
+static void requisites_past_max_depth_and_same_host(void **state)
+{
+    (void)state;
+    scope_opts o;
+    scope_opts_defaults(&o);
+    o.max_depth = 2;
+    o.requisite_depth = 3;
+    scope *s = make_opts(&o, "http://a.test/");
+    const char *img = "http://a.test/img/1.png", *cdn = "http://cdn.other/f.woff2";
+    const char *page = "http://a.test/p.html";
+    /* requisites get requisite_depth more levels, navigation links do not */
+    assert_int_equal(scope_check(s, img, strlen(img), 5, DB_KIND_REQUISITE), SCOPE_ALLOWED);
+    assert_int_equal(scope_check(s, img, strlen(img), 6, DB_KIND_REQUISITE), SCOPE_TOO_DEEP);
+    assert_int_equal(scope_check(s, img, strlen(img), 3, DB_KIND_NAVIGATION), SCOPE_TOO_DEEP);
+    /* any host: a CDN's font passes from a page of a.test */
+    assert_int_equal(scope_check_requisite(s, cdn, strlen(cdn), 4, page, strlen(page)),
+                     SCOPE_ALLOWED);
+    scope_free(s);
+
+    o.requisites_same_host = true;
+    s = make_opts(&o, "http://a.test/");
+    assert_int_equal(scope_check_requisite(s, cdn, strlen(cdn), 1, page, strlen(page)),
+                     SCOPE_OUT_OF_SCOPE);
+    /* the same host (another port is the same host) keeps the requisite pass */
+    const char *img2 = "http://a.test:8080/img/2.png";
+    assert_int_equal(scope_check_requisite(s, img2, strlen(img2), 5, page, strlen(page)),
+                     SCOPE_ALLOWED);
+    /* from a stylesheet on the CDN, the CDN's own fonts are its host's */
+    const char *css = "http://cdn.other/site.css";
+    assert_int_equal(scope_check_requisite(s, cdn, strlen(cdn), 2, css, strlen(css)),
+                     SCOPE_ALLOWED);
+    /* a bad referrer: checked as navigation */
+    assert_int_equal(scope_check_requisite(s, cdn, strlen(cdn), 1, "nope", 4),
+                     SCOPE_OUT_OF_SCOPE);
+    scope_free(s);
+
+    /* without fetch_requisites, requisites obey max_depth */
+    o.fetch_requisites = false;
+    s = make_opts(&o, "http://a.test/");
+    assert_int_equal(scope_check(s, img, strlen(img), 3, DB_KIND_REQUISITE), SCOPE_TOO_DEEP);
+    scope_free(s);
+}
+
 static void depth_limit(void **state)
 {
     (void)state;
@@ -545,6 +588,7 @@ int main(void)
         cmocka_unit_test(include_widens_and_exclude_wins),
         cmocka_unit_test(bad_options_are_refused),
         cmocka_unit_test(requisites_come_from_any_host),
+        cmocka_unit_test(requisites_past_max_depth_and_same_host),
         cmocka_unit_test(depth_limit),
         cmocka_unit_test(trap_url_length),
         cmocka_unit_test(trap_path_depth_counts_slashes),

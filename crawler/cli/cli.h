@@ -44,5 +44,6 @@ int cmd_dedup(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_wacz(int argc, char **argv);
 
 #endif

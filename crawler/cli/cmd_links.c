@@ -131,6 +131,10 @@ int cmd_links(int argc, char **argv)
             fprintf(stderr, "%s%s %llu", i ? ", " : " (", links_drop_name(i),
                     (unsigned long long)st.dropped[i]);
     fputs(dropped ? ")" : "", stderr);
+    if (st.styles)
+        fprintf(stderr, "; CSS read in %llu <style> elements and style attributes, %llu of its "
+                        "references dropped",
+                (unsigned long long)st.styles, (unsigned long long)st.style_dropped);
     for (unsigned bit = 1; bit <= LINKS_TRUNC_NOMEM; bit <<= 1)
         if (st.truncated & bit)
             fprintf(stderr, "; page cut: %s", links_trunc_name(bit));

@@ -17,6 +17,7 @@
 #include "storage/db.h"
 #include "crawler/control.h"
 #include "crawler/crawl.h"
+#include "crawler/package.h"
 
 static const char usage[] =
     "usage: crawld run [-c FILE] [--set K=V]... [--seeds FILE]\n"
@@ -230,6 +231,20 @@ int cmd_run(int argc, char **argv)
     pthread_kill(r.sig_thread, SIGUSR1);
     pthread_join(r.sig_thread, NULL);
     rc = run_rc == 0 && close_rc == 0 ? 0 : 1;
+    if (rc == 0 && cfg.archive.wacz && !cfg.archive.warc)
+        fprintf(stderr, "crawld run: archive.wacz needs archive.warc = true: no package written\n");
+    if (rc == 0 && cfg.archive.warc && cfg.archive.wacz) {
+        char chosen[4400];
+        wacz_stats st;
+        if (package_crawl(&cfg, cfg.storage.state_dir, NULL, chosen, sizeof chosen, &st, err,
+                          sizeof err) < 0) {
+            fprintf(stderr, "crawld run: archive.wacz: %s\n", err);
+            rc = 1;
+        } else {
+            fprintf(stderr, "crawld: WACZ %s: %llu WARC files, %llu pages\n", chosen,
+                    (unsigned long long)st.warcs, (unsigned long long)st.pages);
+        }
+    }
 out:
     control_stop(ctl);
     if (r.c)

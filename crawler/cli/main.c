@@ -20,6 +20,7 @@ static const command commands[] = {
     { "dedup", cmd_dedup, "dedup a URL stream on stdin; report what each layer skipped", NULL },
     { "stats", cmd_stats, "print the figures of a finished or running crawl", NULL },
     { "report", cmd_report, "write an HTML report of a crawl (charts, hosts, figures)", NULL },
+    { "wacz", cmd_wacz, "package a crawl's WARC files as WACZ (for ReplayWeb.page)", NULL },
     { "check-config", cmd_check_config, "validate a configuration and print the effective one",
       NULL },
     { "canon", cmd_canon, "print the canonical form of URLs", NULL },

@@ -43,6 +43,15 @@ json_t *status_json(const crawl_status *st)
         json_object_set_new(j, "scope_rejects", rej);
     else
         json_decref(rej);
+    if (j)
+        json_object_set_new(
+            j, "requisites",
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "found",
+                      (json_int_t)st->req.found, "new", (json_int_t)st->req.new_,
+                      "past_max_depth", (json_int_t)st->req.past_depth, "stylesheets",
+                      (json_int_t)st->req.sheets, "from_css", (json_int_t)st->req.refs,
+                      "css_imports", (json_int_t)st->req.imports, "css_dropped",
+                      (json_int_t)st->req.dropped, "css_truncated", (json_int_t)st->req.truncated));
     json_t *urej = json_object();
     for (int r = URL_OK + 1; r < URL_REJ_COUNT; r++)
         json_object_set_new(urej, url_reject_name((url_reject)r),
@@ -138,6 +147,21 @@ void status_metrics(FILE *f, const crawl_status *st)
                "crawld_storage_stall_seconds_total %.3f\n",
             st->db.stalled != 0, st->db.failed != 0, (long long)(st->db.stalled ? st->db.held : 0),
             (long long)st->db.stalls, (double)st->db.stall_ms / 1000.0);
+    fprintf(f, "# HELP crawld_requisites_total Requisites found (images, CSS, fonts, scripts), "
+               "and those new to the crawl.\n# TYPE crawld_requisites_total counter\n"
+               "crawld_requisites_total{result=\"found\"} %llu\n"
+               "crawld_requisites_total{result=\"new\"} %llu\n"
+               "crawld_requisites_total{result=\"past_max_depth\"} %llu\n",
+            (unsigned long long)st->req.found, (unsigned long long)st->req.new_,
+            (unsigned long long)st->req.past_depth);
+    fprintf(f, "# HELP crawld_css_total Stylesheets parsed and the references found in them.\n"
+               "# TYPE crawld_css_total counter\n"
+               "crawld_css_total{what=\"stylesheets\"} %llu\ncrawld_css_total{what=\"refs\"} %llu\n"
+               "crawld_css_total{what=\"imports\"} %llu\ncrawld_css_total{what=\"dropped\"} %llu\n"
+               "crawld_css_total{what=\"truncated\"} %llu\n",
+            (unsigned long long)st->req.sheets, (unsigned long long)st->req.refs,
+            (unsigned long long)st->req.imports, (unsigned long long)st->req.dropped,
+            (unsigned long long)st->req.truncated);
     fprintf(f, "# HELP crawld_links_rejected_total Links the URL parser refused, by reason.\n"
                "# TYPE crawld_links_rejected_total counter\n");
     for (int r = URL_OK + 1; r < URL_REJ_COUNT; r++)

@@ -135,6 +135,13 @@ void summary_crawl_print(FILE *f, const json_t *st)
         }
         fputc('\n', f);
     }
+    if (json_object_get(st, "requisites"))
+        fprintf(f, "  requisites: %lld found, %lld new (%lld past max_depth); %lld stylesheets "
+                   "parsed: %lld references (%lld @import), %lld dropped, %lld cut at the body cap\n",
+                geti(st, "requisites.found"), geti(st, "requisites.new"),
+                geti(st, "requisites.past_max_depth"), geti(st, "requisites.stylesheets"),
+                geti(st, "requisites.from_css"), geti(st, "requisites.css_imports"),
+                geti(st, "requisites.css_dropped"), geti(st, "requisites.css_truncated"));
     fprintf(f, "  frontier: %lld done, %lld failed, %lld retries, %lld excluded by robots.txt, "
                "%lld politeness waits, %lld queued in memory, %lld hosts active\n",
             geti(st, "frontier.done"), geti(st, "frontier.failed"), geti(st, "frontier.retries"),

@@ -63,8 +63,10 @@
 #include <libxml/xmlerror.h>
 
 #include "common/alloc.h"
+#include "common/buf.h"
 #include "crawler/web/ascii.h"
 #include "crawler/web/charset.h"
+#include "crawler/web/css.h"
 
 #define DEF_MAX_LINKS 10000
 #define DEF_MAX_URL 8192
@@ -75,6 +77,7 @@
 #define KIND_MAX 40     /* "link:" + a rel token of at most 32 bytes */
 #define REL_TOKEN_MAX 32
 #define BLOCK 16384     /* libxml2 always gets blocks of this size */
+#define STYLE_MAX (4u << 20) /* bytes of one <style> element scanned for URLs */
 /* libxml2 reads at most 100 bytes as one name (HTML_PARSER_BUFFER_SIZE);
  * the guard assumes a longer run may start a new name every 64 bytes. */
 #define GUARD_NAME_SPLIT 64
@@ -125,6 +128,15 @@ struct links_parser {
     unsigned g_mask;            /* active states */
     bool g_lt;                  /* the previous char was '<' */
     size_t g_run;               /* length of the current name-char run */
+
+    /* CSS inside the page and the title (see "CSS and the title") */
+    cr_buf style;               /* the open <style> element's text so far */
+    bool in_style;
+    bool style_cut;             /* it passed STYLE_MAX */
+    int title_state;            /* 0 none yet, 1 in the first <title>, 2 done */
+    bool title_space;           /* whitespace pending in the title */
+    char title[LINKS_TITLE_MAX + 1];
+    size_t title_len;
 
     char kind[KIND_MAX];
     size_t blk_len;
@@ -604,6 +616,147 @@ static void on_base(links_parser *p, const xmlChar **atts)
     p->base_ok = true;
 }
 
+/* ---- CSS and the title ---------------------------------------------------- */
+
+/* CSS inside the page: a <style> element's text (libxml2 hands it over in
+ * pieces through cdataBlock, with the element still open) is gathered and
+ * scanned once the element ends, which we notice at the next start tag, at
+ * the first text outside it, or at the end of the page; a style attribute
+ * is scanned at its tag (only when it has a '(': every reference needs
+ * one). Their references are requisites like an img's, resolved against
+ * the page's base. */
+
+typedef struct css_emit {
+    links_parser *p;
+    const char *kind, *import_kind;
+} css_emit;
+
+static void on_css_ref(void *ud, const css_ref *r)
+{
+    css_emit *e = ud;
+    emit(e->p, r->kind == CSS_REF_IMPORT ? e->import_kind : e->kind, LINKS_REQUISITE, 0, r->url,
+         r->len);
+}
+
+static void scan_css(links_parser *p, const char *s, size_t n, bool attr_value)
+{
+    css_emit e = { p, attr_value ? "style-attr" : "style", "style-import" };
+    css_opts o = { .max_url = p->max_url, .declarations = attr_value };
+    css_stats st;
+    p->st.styles++;
+    if (css_scan(s, n, &o, on_css_ref, &e, &st) < 0) {
+        p->st.style_dropped++;
+        return;
+    }
+    for (int k = 0; k < CSS_DROP__COUNT; k++)
+        p->st.style_dropped += st.dropped[k];
+}
+
+/* The <style> element being gathered has ended: scan it. */
+static void style_end(links_parser *p)
+{
+    if (!p->in_style)
+        return;
+    p->in_style = false;
+    if (p->style_cut)
+        p->st.style_dropped++; /* what is past STYLE_MAX is not read */
+    if (p->style.len > 0)
+        scan_css(p, p->style.data, p->style.len, false);
+    cr_buf_clear(&p->style);
+    p->style_cut = false;
+}
+
+static void on_cdata(void *ud, const xmlChar *text, int len)
+{
+    links_parser *p = ud;
+    htmlParserCtxtPtr c = p->ctxt;
+    if (p->stopped || len <= 0 || c == NULL || c->name == NULL || !name_is(c->name, "style"))
+        return;
+    if (!p->in_style) {
+        p->in_style = true;
+        if (p->inert) { /* a <style> in textarea and the like is text */
+            p->in_style = false;
+            return;
+        }
+    }
+    if (p->style_cut)
+        return;
+    if (cr_buf_append(&p->style, text, (size_t)len) < 0) {
+        size_t room = STYLE_MAX > p->style.len ? STYLE_MAX - p->style.len : 0;
+        if (room > 0 && cr_buf_append(&p->style, text, room < (size_t)len ? room : (size_t)len) < 0)
+            room = 0;
+        p->style_cut = true;
+    }
+}
+
+/* Appends title text (UTF-8 from libxml2), whitespace runs as one space;
+ * at LINKS_TITLE_MAX the title ends before the character that does not fit. */
+static void title_put(links_parser *p, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && p->title_state == 1) {
+        unsigned char ch = (unsigned char)s[i];
+        if (is_ws(ch)) {
+            p->title_space = p->title_len > 0;
+            i++;
+            continue;
+        }
+        size_t k = ch < 0xC0 ? 1 : ch < 0xE0 ? 2 : ch < 0xF0 ? 3 : 4;
+        if (k > n - i)
+            k = n - i;
+        size_t need = k + (p->title_space ? 1 : 0);
+        if (p->title_len + need > LINKS_TITLE_MAX) {
+            p->title_state = 2;
+            return;
+        }
+        if (p->title_space)
+            p->title[p->title_len++] = ' ';
+        p->title_space = false;
+        memcpy(p->title + p->title_len, s + i, k);
+        p->title_len += k;
+        i += k;
+    }
+}
+
+/* Text of the page: only the first <title>'s is kept. */
+static void on_chars(void *ud, const xmlChar *text, int len)
+{
+    links_parser *p = ud;
+    htmlParserCtxtPtr c = p->ctxt;
+    if (p->in_style)
+        style_end(p);
+    if (p->title_state != 1 || len <= 0)
+        return;
+    if (c == NULL || c->name == NULL || !name_is(c->name, "title")) {
+        p->title_state = 2;
+        return;
+    }
+    title_put(p, (const char *)text, (size_t)len);
+}
+
+/* Called for every start tag, before its links. */
+static void css_and_title_at_tag(links_parser *p, const xmlChar *name, const xmlChar **atts)
+{
+    if (p->in_style)
+        style_end(p);
+    if (p->title_state == 1)
+        p->title_state = 2;
+    if (p->title_state == 0 && name[0] == 't' && name_is(name, "title"))
+        p->title_state = 1;
+    if (atts == NULL)
+        return;
+    for (size_t i = 0; atts[i] != NULL; i += 2) {
+        const char *v = (const char *)atts[i + 1];
+        if (atts[i][0] != 's' || v == NULL || strcmp((const char *)atts[i], "style") != 0)
+            continue;
+        if (p->inert)
+            break;
+        if (strchr(v, '(') != NULL)
+            scan_css(p, v, strlen(v), true);
+        break; /* libxml2 keeps the first of duplicated attributes */
+    }
+}
+
 static void on_start(void *ud, const xmlChar *name, const xmlChar **atts)
 {
     links_parser *p = ud;
@@ -622,6 +775,7 @@ static void on_start(void *ud, const xmlChar *name, const xmlChar **atts)
         else
             p->inert_depth = 0;
     }
+    css_and_title_at_tag(p, name, atts);
     int nofollow;
     links_class cls;
     switch (name[0]) {
@@ -1128,6 +1282,8 @@ static int start_page(links_parser *p)
     htmlSAXHandler sax;
     memset(&sax, 0, sizeof sax);
     sax.startElement = on_start;
+    sax.cdataBlock = on_cdata;
+    sax.characters = on_chars;
     p->ctxt = htmlCreatePushParserCtxt(&sax, p, NULL, 0, NULL, XML_CHAR_ENCODING_NONE);
     if (p->ctxt == NULL) {
         rc = -ENOMEM;
@@ -1181,6 +1337,7 @@ links_parser *links_new(const links_opts *o, links_cb cb, void *ud)
     p->cb = cb;
     p->ud = ud;
     p->cd = (iconv_t)-1;
+    cr_buf_init(&p->style, STYLE_MAX);
     p->url = cr_malloc(2 * p->max_url + 1);
     p->base = cr_malloc(2 * p->max_url + 1);
     if (o->agent != NULL && o->agent[0] != '\0')
@@ -1198,6 +1355,7 @@ void links_free(links_parser *p)
     if (p == NULL)
         return;
     links_reset(p, NULL);
+    cr_buf_release(&p->style);
     cr_free(p->agent);
     cr_free(p->url);
     cr_free(p->base);
@@ -1232,6 +1390,13 @@ void links_reset(links_parser *p, const char *content_type)
     p->g_mask = 0;
     p->g_lt = false;
     p->g_run = 0;
+    cr_buf_clear(&p->style);
+    p->in_style = false;
+    p->style_cut = false;
+    p->title_state = 0;
+    p->title_space = false;
+    p->title_len = 0;
+    p->title[0] = '\0';
 }
 
 int links_feed(links_parser *p, const char *chunk, size_t len)
@@ -1287,6 +1452,7 @@ int links_finish(links_parser *p)
             iconv_skip(p, &in, &left);
     }
     blk_flush(p, 1);
+    style_end(p); /* a <style> open at the end of the page */
     return 0;
 }
 
@@ -1298,6 +1464,19 @@ const char *links_base(const links_parser *p, size_t *len)
 }
 
 unsigned links_robots(const links_parser *p) { return p->robots; }
+
+const char *links_title(links_parser *p, size_t *len)
+{
+    if (p->title_state == 0) {
+        if (len != NULL)
+            *len = 0;
+        return NULL;
+    }
+    p->title[p->title_len] = '\0';
+    if (len != NULL)
+        *len = p->title_len;
+    return p->title;
+}
 
 void links_stats_get(const links_parser *p, links_stats *out) { *out = p->st; }
 

@@ -17,6 +17,9 @@
  * any link. The same holds for <meta name=robots>: read links_robots() after
  * links_finish().
  *
+ * CSS: the URLs of <style> elements and style attributes (url(), image-set(),
+ * @import, as crawler/web/css finds them) are links too, LINKS_REQUISITE.
+ *
  * Charset: a BOM wins, then the charset of the Content-Type header given to
  * links_reset(), then a <meta charset> / <meta http-equiv=content-type> found
  * by the HTML spec's prescan of the first 1024 bytes; otherwise UTF-8, in
@@ -57,7 +60,10 @@ typedef struct links_link {
     const char *kind;     /* a, area, frame, iframe, img, script, source,
                              video, audio, track, embed, object, form,
                              meta-refresh, link:REL (REL: the rel token that
-                             names the link's type, lowercase) or link */
+                             names the link's type, lowercase) or link;
+                             style (url() or image-set() in a <style>),
+                             style-import (@import in a <style>),
+                             style-attr (url() in a style attribute) */
     links_class cls;
     int nofollow;         /* rel had the token nofollow (a, area, link) */
     const char *url;      /* raw URL, UTF-8, NUL-terminated, never empty;
@@ -134,6 +140,11 @@ typedef struct links_stats {
     int enc_source;        /* LINKS_ENC_* */
     const char *encoding;  /* charset used, e.g. "UTF-8"; static string;
                               NULL until the first bytes are parsed */
+    uint64_t styles;       /* <style> elements and style attributes scanned
+                              for URLs (crawler/web/css) */
+    uint64_t style_dropped; /* references css dropped in them (data:, bad
+                              url, ... see css.h), and <style> text past
+                              4 MiB (counted once per element) */
 } links_stats;
 
 /* A parser ready for a first page (as after links_reset(p, NULL)). cb may not
@@ -163,6 +174,12 @@ int links_finish(links_parser *p);
  * (or it was empty or too long: the document URL is the base). *len (OUT, may be NULL) gets its length. Valid until the
  * next links_reset. */
 const char *links_base(const links_parser *p, size_t *len);
+/* The text of the page's first <title> (entity-decoded, runs of whitespace
+ * as one space, trimmed, cut at LINKS_TITLE_MAX bytes on a character
+ * boundary), NUL-terminated; "" for an empty one, NULL when the page had
+ * none (so far). *len (OUT, may be NULL). Valid until the next links_reset. */
+#define LINKS_TITLE_MAX 1024
+const char *links_title(links_parser *p, size_t *len);
 /* LINKS_ROBOTS_* bits seen so far on this page. */
 unsigned links_robots(const links_parser *p);
 void links_stats_get(const links_parser *p, links_stats *out /* OUT */);

@@ -145,6 +145,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.max_query_params = (sel >> 5) & 1 ? 2 : -1;
     o.max_path_depth = (sel >> 6) & 1 ? 4 : -1;
     o.max_url_length = (sel >> 7) ? 40 : -1;
+    o.requisite_depth = (sel >> 1) & 1;
+    o.requisites_same_host = (sel >> 4) & 1;
     char pbuf[MAXP + 1];
     const char *pv[1] = { pbuf };
     if (plen > 0 && plen <= MAXP && memchr(pat, '\0', plen) == NULL) {
@@ -175,6 +177,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (v == SCOPE_ALLOWED && p != NULL && o.max_repeated_segment >= 0)
                 CHECK(run_ref(p, pl) <= o.max_repeated_segment);
         }
+    }
+    /* a requisite found on the seed: as a requisite or, on another host in
+     * same-host mode, as a navigation link; never looser than a requisite */
+    for (int64_t depth = 0; depth < 4; depth++) {
+        scope_verdict r = scope_check_requisite(s, url, ulen, depth, seed, slen);
+        scope_verdict q = scope_check(s, url, ulen, depth, DB_KIND_REQUISITE);
+        scope_verdict n = scope_check(s, url, ulen, depth, DB_KIND_NAVIGATION);
+        total += 3;
+        CHECK(r == q || r == n);
+        if (!o.requisites_same_host)
+            CHECK(r == q);
+        /* a requisite passes wherever a navigation link does */
+        if (n == SCOPE_ALLOWED)
+            CHECK(q == SCOPE_ALLOWED);
     }
     /* a seed is in its own scope (unless an exclude pattern removes it) */
     if (seeded && o.n_exclude == 0)

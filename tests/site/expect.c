@@ -162,9 +162,15 @@ static int in_scope(const walk *w, int host, const char *url)
     }
 }
 
-/* A discovered URL: checks, then the seen test, then the queue. */
-static int admit(walk *w, int host, const char *t, int depth, int hop, int any_host)
+/* A discovered URL: checks, then the seen test, then the queue. A
+ * requisite (with fetch_requisites: see requisite_pass) passes the scope
+ * from any host and gets requisite_depth more levels. */
+static int admit(walk *w, int host, const char *t, int depth, int hop, int requisite)
 {
+    int any_host = requisite;
+    long max_depth = w->o->max_depth;
+    if (requisite && max_depth >= 0)
+        max_depth += w->o->requisite_depth;
     const expect_opts *o = w->o;
     cr_buf url;
     int rc = 0;
@@ -176,7 +182,7 @@ static int admit(walk *w, int host, const char *t, int depth, int hop, int any_h
     }
     if (!any_host && !in_scope(w, host, url.data))
         goto out;
-    if ((o->max_depth >= 0 && depth > o->max_depth) || hop > o->max_redirects ||
+    if ((max_depth >= 0 && depth > max_depth) || hop > o->max_redirects ||
         !within_limits(w, url.data, t))
         goto out;
     w->contacted[host] = 1;
@@ -223,6 +229,14 @@ out:
     return rc;
 }
 
+/* Whether a requisite link found on a page (or stylesheet) of from_host
+ * gets the requisite pass. */
+static int requisite_pass(const walk *w, const site_link *l, int from_host)
+{
+    return l->requisite && w->o->fetch_requisites &&
+           (!w->o->requisites_same_host || l->host == from_host);
+}
+
 /* Fetches node k in the model: its status, and what it leads to. */
 static int visit(walk *w, size_t k)
 {
@@ -249,9 +263,14 @@ static int visit(walk *w, size_t k)
             const site_link *l = &links.v[i];
             if (l->nofollow && !w->o->follow_nofollow)
                 continue;
-            rc = admit(w, l->host, l->target, nd.depth + 1, 0,
-                       l->requisite && w->o->fetch_requisites);
+            rc = admit(w, l->host, l->target, nd.depth + 1, 0, requisite_pass(w, l, nd.host));
         }
+    } else if (res.kind == SK_CSS && res.status == 200) {
+        /* a stylesheet's references are requisites, whoever's it is */
+        rc = site_css(w->s, nd.host, nd.target, &res, NULL, &links);
+        for (size_t i = 0; i < links.n && rc == 0; i++)
+            rc = admit(w, links.v[i].host, links.v[i].target, nd.depth + 1, 0,
+                       requisite_pass(w, &links.v[i], nd.host));
     }
     site_links_release(&links);
     cr_buf_release(&to);

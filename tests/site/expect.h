@@ -16,14 +16,18 @@
  *    and limits, even when robots.txt then disallows that URL.
  *  - Links are taken only from 200 answers whose Content-Type is text/html
  *    or application/xhtml+xml (case-insensitive), never from error pages,
- *    3xx bodies, text/plain, CSS, scripts or PDFs. Every link kind counts:
+ *    3xx bodies, text/plain, scripts or PDFs (CSS: see requisites). Every link kind counts:
  *    a/area href, iframe src, img src and srcset, script src, link href
  *    (stylesheet, icon, canonical) and meta refresh. The first <base href>
  *    wins. rel=nofollow links and all links of a page with meta robots
  *    nofollow are skipped unless follow_nofollow.
- *  - Requisites (img, script, stylesheet, icon) obey scope like any link,
- *    except that with fetch_requisites those of an in-scope page are fetched
- *    from any host of the site.
+ *  - Requisites (img, script, stylesheet, icon, url() in <style> and style
+ *    attributes) obey scope like any link, except that with
+ *    fetch_requisites those of an in-scope page are fetched from any host
+ *    of the site (with requisites_same_host: only from the page's own host)
+ *    and down to max_depth + requisite_depth. A stylesheet's url() and
+ *    @import references are requisites too (CSS is read only for them; the
+ *    test site's only such stylesheets are under /replay/).
  *  - /flaky/ pages are retried until they answer 200; slow, oversized and
  *    gzip-bomb pages count as fetched whatever the crawler's caps did (they
  *    contain no links). A 3xx without Location leads nowhere.
@@ -61,6 +65,8 @@ typedef struct expect_opts {
     int max_url_length;       /* 0: off */
     int follow_nofollow;
     int fetch_requisites;
+    int requisites_same_host;
+    long requisite_depth;     /* levels past max_depth for requisites */
     int with_robots;          /* list each contacted host's /robots.txt */
     int annotate;             /* URL TAB depth TAB status */
     long max_urls;            /* give up (unbounded trap) past this many */

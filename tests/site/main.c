@@ -54,6 +54,8 @@ static const char usage[] =
 "  --max-url-length N   longest canonical URL in bytes (default 0: off)\n"
 "  --follow-nofollow    follow rel=nofollow and meta robots nofollow links\n"
 "  --fetch-requisites   fetch images/scripts/CSS of in-scope pages from any host\n"
+"  --requisite-depth N  with --fetch-requisites: requisites down to max-depth + N (0)\n"
+"  --requisites-same-host  with --fetch-requisites: only from the referring host\n"
 "  --with-robots        list each contacted host's /robots.txt too\n"
 "  --annotate           add TAB depth TAB expected status to each line\n"
 "  --help               this text\n"
@@ -62,6 +64,8 @@ static const char usage[] =
 "  /  /secK/  /secK/ArticleN.html  /list?cat=C&n=N   regular pages (tree + Zipf links)\n"
 "  /robots.txt  a.test: rules; b.test: rules + Crawl-delay; c.test: 404; d.test: 500\n"
 "  /style.css /app.js /img/N.png /doc/N.pdf          requisites and documents\n"
+"  /replay/ /replay/chain.html   for replay tests (CSS requisites, an @import chain);\n"
+"                                linked from nowhere\n"
 "  /special/    index of: /redirect/{short,hop/1..8,loop/a,self,messy,offsite,\n"
 "               no-location} /status/{403,404,410,500,503,503-date,429} /flaky/N.html\n"
 "               /slow/{delay,trickle}.html /big/{huge,chunked,bomb}.html, odd content\n"
@@ -86,7 +90,7 @@ enum {
     O_SEED = 256, O_HOSTS, O_PAGES, O_DELAY, O_RETRY, O_FLAKY, O_CRAWL_DELAY, O_BIG, O_BOMB,
     O_NO_SPECIALS, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
     O_MAX_PATH, O_MAX_REPEAT, O_MAX_QUERY, O_MAX_URL, O_NOFOLLOW, O_REQUISITES, O_ROBOTS,
-    O_ANNOTATE, O_HELP
+    O_ANNOTATE, O_REQ_DEPTH, O_REQ_SAME_HOST, O_HELP
 };
 
 static const struct option longopts[] = {
@@ -113,6 +117,8 @@ static const struct option longopts[] = {
     { "max-url-length", required_argument, NULL, O_MAX_URL },
     { "follow-nofollow", no_argument, NULL, O_NOFOLLOW },
     { "fetch-requisites", no_argument, NULL, O_REQUISITES },
+    { "requisite-depth", required_argument, NULL, O_REQ_DEPTH },
+    { "requisites-same-host", no_argument, NULL, O_REQ_SAME_HOST },
     { "with-robots", no_argument, NULL, O_ROBOTS },
     { "annotate", no_argument, NULL, O_ANNOTATE },
     { "help", no_argument, NULL, O_HELP },
@@ -253,6 +259,13 @@ static int parse_args(int argc, char **argv, cli *c)
             break;
         case O_REQUISITES:
             c->expect.fetch_requisites = 1;
+            break;
+        case O_REQ_DEPTH:
+            bad = parse_long(name, optarg, 0, 1000, &v);
+            c->expect.requisite_depth = v;
+            break;
+        case O_REQ_SAME_HOST:
+            c->expect.requisites_same_host = 1;
             break;
         case O_ROBOTS:
             c->expect.with_robots = 1;

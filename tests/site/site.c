@@ -6,6 +6,13 @@
  *   /list?cat=C&n=N           regular page N when N % 10 == 9 (C = N / 10 % 5)
  *   /robots.txt, /style.css, /app.js, /img/N.png, /doc/N.pdf[?download=1]
  *   /special/ ...             everything odd, all linked from /special/
+ *   /replay/ ...              a page for replay tests: a stylesheet (with an
+ *                             @import loop) that sets the background and loads
+ *                             a font (from the next host) and an image only
+ *                             through url(), a <style>, a style attribute, an
+ *                             <img srcset>; /replay/chain.html starts an
+ *                             endless @import chain. Linked from nowhere: only
+ *                             a seed reaches it, so no other page set changes.
  * Each regular page links to: the navigation (home, sections, /special/, the
  * calendar) repeated on every page; its children 2N+1 and 2N+2 in a binary
  * tree (so every page is reachable); a dozen Zipf-distributed pages of the
@@ -383,6 +390,8 @@ enum {
     H_FRAMES,
     H_BASE,
     H_CALENDAR,
+    H_REPLAY,
+    H_CHAIN,
     H_LOOP,
     H_SEARCH
 };
@@ -399,6 +408,9 @@ static const char *const hidden_names[] = {
     "mal-in-comment", "mal-in-script",
 };
 
+/* Which stylesheet an SK_CSS is (site_res.n). */
+enum { CSS_PLAIN, CSS_REPLAY, CSS_MORE, CSS_CHAIN };
+
 typedef struct fixed_res {
     const char *target;
     site_kind kind;
@@ -413,6 +425,16 @@ static const fixed_res fixed[] = {
     { "/robots.txt", SK_ROBOTS, 200, 0, 0, "text/plain", 0 },
     { "/style.css", SK_CSS, 200, 0, 0, "text/css", 0 },
     { "/app.js", SK_JS, 200, 0, 0, "application/javascript", 0 },
+    { "/replay/", SK_HTML, 200, 0, H_REPLAY, CT_HTML, 0 },
+    { "/replay/chain.html", SK_HTML, 200, 0, H_CHAIN, CT_HTML, 0 },
+    { "/replay/style.css", SK_CSS, 200, CSS_REPLAY, 0, "text/css", 0 },
+    { "/replay/more.css", SK_CSS, 200, CSS_MORE, 0, "text/css", 0 },
+    { "/replay/font.woff2", SK_FONT, 200, 0, 0, "font/woff2", 0 },
+    { "/replay/tile.png", SK_PNG, 200, 11, 0, "image/png", 0 },
+    { "/replay/photo-1x.png", SK_PNG, 200, 12, 0, "image/png", 0 },
+    { "/replay/photo-2x.png", SK_PNG, 200, 13, 0, "image/png", 0 },
+    { "/replay/inline.png", SK_PNG, 200, 14, 0, "image/png", 0 },
+    { "/replay/attr.png", SK_PNG, 200, 15, 0, "image/png", 0 },
     { "/special/", SK_HTML, 200, 0, H_INDEX, CT_HTML, 1 },
     { "/special/malformed.html", SK_HTML, 200, 0, H_MALFORMED, "text/html", 1 },
     { "/special/page.xhtml", SK_HTML, 200, 0, H_XHTML, "application/xhtml+xml", 1 },
@@ -619,6 +641,12 @@ int site_lookup(const site *s, int h, const char *t, site_res *r)
         r->n = (int)k;
         return 0;
     }
+    if (match_num(t, "/replay/chain/", ".css", &k) == 0 && k >= 1 && k <= SITE_TRAP_MAX) {
+        res_set(r, SK_CSS, 200, 0, "text/css");
+        r->n = CSS_CHAIN;
+        r->page = k;
+        return 0;
+    }
     if ((match_num(t, "/doc/", ".pdf", &k) == 0 ||
          match_num(t, "/doc/", ".pdf?download=1", &k) == 0) && k < SITE_DOCS) {
         res_set(r, SK_PDF, 200, 0, "application/pdf");
@@ -754,7 +782,8 @@ static void g_record(gen *g, int th, const char *target, site_elem e, int nofoll
     k->target = copy;
     k->elem = e;
     k->requisite = (e == SE_IMG || e == SE_IMG_SRCSET || e == SE_SCRIPT ||
-                    e == SE_LINK_STYLESHEET || e == SE_LINK_ICON);
+                    e == SE_LINK_STYLESHEET || e == SE_LINK_ICON || e == SE_STYLE ||
+                    e == SE_STYLE_ATTR || e == SE_CSS_URL || e == SE_CSS_IMPORT);
     k->nofollow = nofollow || g->nofollow_page;
 }
 
@@ -1164,6 +1193,39 @@ static void gen_regular(gen *g, long i)
     g_puts(g, "</body></html>\n");
 }
 
+/* /replay/: what a replay test checks (see tests/test_replay.c): the
+ * background colour and the font come from the stylesheet, the tile image
+ * only through its url(), the photo through srcset. */
+static void gen_replay(gen *g)
+{
+    g_head(g, "Replay check");
+    g_tag(g, SE_LINK_STYLESHEET, "/replay/style.css", F_RELATIVE);
+    g_puts(g, "<style>.inline { background: url(inline.png) repeat; }</style>\n");
+    g_record(g, g->host, "/replay/inline.png", SE_STYLE, 0);
+    g_puts(g, "</head><body>\n<h1>Archived by crawld</h1>\n"
+              "<p>Replayed from a WACZ package. The background colour and the tiled squares\n"
+              "come from a stylesheet the crawler found through a &lt;link&gt;; it also names a\n"
+              "font on another host (bytes no browser accepts as a font, so a fallback shows).\n"
+              "The strips come from a &lt;style&gt; element and a style attribute, the photo\n"
+              "through srcset.</p>\n<div class=\"tile\"></div>\n"
+              "<div class=\"inline\"></div>\n<p class=\"attr\" style=\"background: "
+              "url('/replay/attr.png')\">a style attribute</p>\n"
+              "<img id=\"photo\" alt=\"photo\" src=\"photo-1x.png\" "
+              "srcset=\"photo-1x.png 1x, /replay/photo-2x.png 2x\">\n");
+    g_record(g, g->host, "/replay/attr.png", SE_STYLE_ATTR, 0);
+    g_record(g, g->host, "/replay/photo-1x.png", SE_IMG, 0);
+    g_record(g, g->host, "/replay/photo-1x.png", SE_IMG_SRCSET, 0);
+    g_record(g, g->host, "/replay/photo-2x.png", SE_IMG_SRCSET, 0);
+    g_puts(g, "</body></html>\n");
+}
+
+static void gen_chain(gen *g)
+{
+    g_head(g, "Import chain");
+    g_tag(g, SE_LINK_STYLESHEET, "/replay/chain/1.css", F_RELATIVE);
+    g_puts(g, "</head><body><p>Each stylesheet imports the next, without end.</p></body></html>\n");
+}
+
 static void gen_navonly(gen *g, const char *target)
 {
     g_head(g, target);
@@ -1405,6 +1467,12 @@ int site_html(const site *s, int h, const char *target, const site_res *r, cr_bu
     case H_MALFORMED:
         gen_malformed(&g);
         break;
+    case H_REPLAY:
+        gen_replay(&g);
+        break;
+    case H_CHAIN:
+        gen_chain(&g);
+        break;
     case H_XHTML:
         g_puts(&g, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE html>\n"
                    "<html xmlns=\"http://www.w3.org/1999/xhtml\"><head><title>xhtml</title></head>\n"
@@ -1631,9 +1699,11 @@ int site_body(const site *s, int h, const char *target, const site_res *r, cr_bu
             return robots_text(s, h, out);
         return cr_buf_printf(out, "robots.txt answers %d on this host\n", site_robots_status(s, h));
     case SK_CSS:
-        return cr_buf_puts(out, "body { font: 16px/1.4 serif; margin: 2em; }\n"
-                                "nav a { margin-right: 1em; }\n"
-                                ".logo { background: url(/img/1.png) no-repeat; }\n");
+        return site_css(s, h, target, r, out, NULL);
+    case SK_FONT:
+        /* "wOF2" and filler: enough for a crawler and a replay tool, which
+         * only carry the bytes; a browser rejects it and uses a fallback */
+        return cr_buf_printf(out, "wOF2%060d", 0);
     case SK_JS:
         return cr_buf_puts(out, "/* not parsed for links by a crawler */\n"
                                 "document.write('<a href=\"/hidden/from-js.html\">js</a>');\n");
@@ -1647,6 +1717,63 @@ int site_body(const site *s, int h, const char *target, const site_res *r, cr_bu
     default:
         return 0; /* PNG and PDF come from payload.c */
     }
+}
+
+int site_css(const site *s, int h, const char *target, const site_res *r, cr_buf *css,
+             site_links *links)
+{
+    cr_buf scratch;
+    gen g;
+    char t[64], auth[64];
+    memset(&g, 0, sizeof(g));
+    cr_buf_init(&scratch, 0);
+    g.s = s;
+    g.host = h;
+    g.out = css != NULL ? css : &scratch;
+    g.links = links;
+    (void)target;
+    switch (r->n) {
+    case CSS_REPLAY:
+        g_puts(&g, "@import url(\"more.css\");\n"
+                   "body { background-color: #1e6b52; color: #f4f1e8; margin: 2em;\n"
+                   "       font-family: \"Crawld Replay\", Georgia, serif; }\n"
+                   ".tile { width: 192px; height: 48px; background: url(tile.png) repeat;\n"
+                   "        background-size: 48px 48px; image-rendering: pixelated; }\n"
+                   ".inline, .attr { height: 24px; background-size: 24px 24px !important;\n"
+                   "                 image-rendering: pixelated; }\n"
+                   "#photo { width: 96px; height: 96px; image-rendering: pixelated; }\n");
+        g_record(&g, h, "/replay/more.css", SE_CSS_IMPORT, 0);
+        g_record(&g, h, "/replay/tile.png", SE_CSS_URL, 0);
+        break;
+    case CSS_MORE: {
+        /* the font is on the next host, as on a CDN; the import loops back */
+        int fh = s->o.hosts > 1 ? (h + 1) % s->o.hosts : h;
+        g_puts(&g, "@import \"style.css\";\n@font-face { font-family: \"Crawld Replay\";\n  src: ");
+        if (fh != h && site_authority(s, fh, auth, sizeof(auth)) == 0)
+            g_printf(&g, "url(http://%s/replay/font.woff2)", auth);
+        else
+            g_puts(&g, "url(font.woff2)");
+        g_puts(&g, " format(\"woff2\"); }\nh1 { font-weight: normal; letter-spacing: 0.05em; }\n");
+        g_record(&g, h, "/replay/style.css", SE_CSS_IMPORT, 0);
+        g_record(&g, fh, "/replay/font.woff2", SE_CSS_URL, 0);
+        break;
+    }
+    case CSS_CHAIN:
+        if (r->page < SITE_TRAP_MAX) {
+            snprintf(t, sizeof(t), "/replay/chain/%ld.css", r->page + 1);
+            g_printf(&g, "@import \"%ld.css\";\n", r->page + 1);
+            g_record(&g, h, t, SE_CSS_IMPORT, 0);
+        }
+        g_printf(&g, ".c%ld { color: #%06lx; }\n", r->page, (unsigned long)(r->page * 2654435761u) & 0xffffff);
+        break;
+    default:
+        g_puts(&g, "body { font: 16px/1.4 serif; margin: 2em; }\n"
+                   "nav a { margin-right: 1em; }\n"
+                   ".logo { background: #eee no-repeat; }\n");
+        break;
+    }
+    cr_buf_release(&scratch);
+    return g.err;
 }
 
 void site_big_fill(const site *s, uint64_t pos, char *buf, size_t n)

@@ -81,6 +81,7 @@ typedef enum site_kind {
     SK_CSS,
     SK_JS,
     SK_PDF,
+    SK_FONT,         /* font/woff2 bytes (not a font a browser accepts) */
     SK_TEXT,         /* text/plain that contains markup with a link */
     SK_ROBOTS        /* /robots.txt: 200 text, 404 or 500 by host */
 } site_kind;
@@ -108,7 +109,11 @@ typedef enum site_elem {
     SE_LINK_STYLESHEET,
     SE_LINK_ICON,
     SE_LINK_CANONICAL,
-    SE_META_REFRESH
+    SE_META_REFRESH,
+    SE_STYLE,              /* url() in a <style> element */
+    SE_STYLE_ATTR,         /* url() in a style attribute */
+    SE_CSS_URL,            /* url() in a stylesheet */
+    SE_CSS_IMPORT          /* @import in a stylesheet */
 } site_elem;
 
 typedef struct site_link {
@@ -138,7 +143,13 @@ int site_html(const site *s, int h, const char *target, const site_res *r,
 int site_redirect(const site *s, int h, const char *target, const site_res *r,
                   cr_buf *loc, int *to_host /* OUT */, cr_buf *to);
 
-/* Small non-HTML bodies: SK_STATUS, SK_RETRY, SK_PNG, SK_CSS, SK_JS, SK_PDF,
+/* For SK_CSS: the stylesheet into css (may be NULL) and its references
+ * (url() and @import, all requisites), in order, appended to links (may be
+ * NULL). Only the /replay/ family's stylesheets have any. 0 or -ENOMEM. */
+int site_css(const site *s, int h, const char *target, const site_res *r, cr_buf *css,
+             site_links *links);
+
+/* Small non-HTML bodies: SK_STATUS, SK_RETRY, SK_PNG, SK_CSS, SK_JS, SK_PDF, SK_FONT,
  * SK_TEXT, SK_ROBOTS. 0 or -ENOMEM. */
 int site_body(const site *s, int h, const char *target, const site_res *r, cr_buf *out);
 
