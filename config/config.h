@@ -19,6 +19,9 @@ typedef struct str_list {
     size_t n;
 } str_list;
 
+/* The value of an integer option set to "auto" (fetch.connections). */
+#define CONFIG_AUTO 0
+
 enum crawl_scope { SCOPE_HOST, SCOPE_DOMAIN, SCOPE_PREFIX, SCOPE_ANY };
 enum dedup_verify { VERIFY_NEVER, VERIFY_ALWAYS, VERIFY_IN_SCOPE };
 
@@ -43,7 +46,7 @@ typedef struct crawl_config {
     } crawl;
     struct {
         int64_t threads;
-        int64_t connections;
+        int64_t connections;       /* CONFIG_AUTO: "auto" */
         int64_t connect_timeout_ms;
         int64_t timeout_ms;
         int64_t low_speed_bytes;

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "crawler/control.h"
 #include "crawler/crawl.h"
+#include "crawler/wire.h"
 
 static const char usage[] =
     "usage: crawld run [-c FILE] [--set K=V]... [--seeds FILE]\n"
@@ -134,6 +136,29 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
+/* Raises the soft file-descriptor limit to the hard one (a crawl with many
+ * hosts holds a connection to each) and says when the limit, not
+ * fetch.connections, sets how many transfers run at once. */
+static void raise_nofile(const crawl_config *cfg)
+{
+    struct rlimit rl;
+    long soft = -1;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            struct rlimit want = { rl.rlim_max, rl.rlim_max };
+            if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+                rl.rlim_cur = rl.rlim_max;
+        }
+        soft = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 30
+                   ? 1L << 30 : (long)rl.rlim_cur;
+    }
+    bool capped = false;
+    unsigned n = wire_fetch_connections(cfg, soft, &capped);
+    if (capped)
+        fprintf(stderr, "crawld: fetch.connections capped at %u transfers by the file-descriptor "
+                        "limit (%ld; raise it with ulimit -n or LimitNOFILE=)\n", n, soft);
+}
+
 int cmd_run(int argc, char **argv)
 {
     cli_conf cc = { 0 };
@@ -163,6 +188,7 @@ int cmd_run(int argc, char **argv)
     sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, &old);
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile(&cfg);
 
     int rc = 1;
     char err[512];
