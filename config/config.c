@@ -115,9 +115,13 @@ static const option options[] = {
     INT(archive, max_file_bytes, 1048576, 1e13, "1073741824", "rotate WARC files at this size"),
     BOOL(archive, revisits, "true", "write revisit records for payloads already archived"),
 
-    STR(control, listen, "\"127.0.0.1:8919\"", "control API address (\"\" to disable)"),
-    STR(control, token, "\"\"", "bearer token; required when listen is not loopback"),
+    STR(control, listen, "\"unix\"", "control API: \"unix\" (a socket in state_dir), \"unix:PATH\", ADDRESS:PORT (TCP), or \"\" for none"),
+    STR(control, token, "\"\"", "bearer token; required when listen is a TCP address other than loopback"),
     INT(control, max_body_bytes, 1024, 1e9, "1048576", "request body cap"),
+    INT(control, request_timeout_ms, 100, 600000, "2000", "a connection that has not sent its request line by then is closed before it takes a slot"),
+    INT(control, idle_timeout_s, 1, 3600, "10", "a connection idle this long within or between requests is closed"),
+    INT(control, max_connections, 1, 4096, "64", "connections served at once (twice as many may wait for their request line)"),
+    INT(control, max_per_address, 1, 4096, "16", "connections from one client address, waiting and (TCP) served; the oldest waiting one makes room"),
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 

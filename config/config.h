@@ -106,6 +106,10 @@ typedef struct crawl_config {
         char *listen;
         char *token;
         int64_t max_body_bytes;
+        int64_t request_timeout_ms;
+        int64_t idle_timeout_s;
+        int64_t max_connections;
+        int64_t max_per_address;
     } control;
 } crawl_config;
 
