@@ -103,7 +103,10 @@ static char *slurp(const char *path)
     return text;
 }
 
-static void spawn(crawld_proc *d, const char *const *extra_env)
+/* Starts crawld run; with journal, its stderr is taken for the journal
+ * stream ($JOURNAL_STREAM names the file's device and inode, as systemd
+ * does for a service's stream). */
+static void spawn(crawld_proc *d, bool journal)
 {
     d->pid = fork();
     assert_true(d->pid >= 0);
@@ -114,17 +117,24 @@ static void spawn(crawld_proc *d, const char *const *extra_env)
         dup2(fn, 0);
         dup2(fn, 1);
         dup2(fe, 2);
-        for (size_t i = 0; extra_env && extra_env[i]; i++)
-            putenv((char *)extra_env[i]);
+        struct stat st;
+        char js[64];
+        if (journal && fstat(2, &st) == 0) {
+            snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)st.st_dev,
+                     (unsigned long long)st.st_ino);
+            setenv("JOURNAL_STREAM", js, 1);
+        } else {
+            unsetenv("JOURNAL_STREAM");
+        }
         execl(proc_crawld_path(), "crawld", "run", "-c", d->cfg, (char *)NULL);
         _exit(127);
     }
 }
 
 /* Starts the daemon and waits for it to say where its API is. */
-static void start(crawld_proc *d)
+static void start_as(crawld_proc *d, bool journal)
 {
-    spawn(d, NULL);
+    spawn(d, journal);
     for (int i = 0; i < 3000; i++) {
         char *p = strstr(slurp(d->errfile), "control API on ");
         if (p && sscanf(p, "control API on %4299s", d->where) == 1)
@@ -137,6 +147,11 @@ static void start(crawld_proc *d)
     kill(d->pid, SIGKILL);
     waitpid(d->pid, NULL, 0);
     fail_msg("the daemon printed no control address: %s", slurp(d->errfile));
+}
+
+static void start(crawld_proc *d)
+{
+    start_as(d, false);
 }
 
 static int wait_exit(crawld_proc *d)
@@ -409,7 +424,7 @@ static void taken_listeners_are_refused_clearly(void **state)
     snprintf(listen_line, sizeof listen_line, "listen = \"127.0.0.1:%d\"\n", ntohs(sa.sin_port));
     crawld_proc d;
     configure(&d, "taken", listen_line);
-    spawn(&d, NULL);
+    spawn(&d, false);
     assert_int_equal(wait_exit(&d), 1);
     assert_non_null(strstr(slurp(d.errfile), "the port is taken"));
     close(fd);
@@ -433,7 +448,7 @@ static void taken_listeners_are_refused_clearly(void **state)
     char shared[600];
     snprintf(shared, sizeof shared, "listen = \"unix:%s\"\n", path);
     configure(&t, "shared", shared);
-    spawn(&t, NULL);
+    spawn(&t, false);
     assert_int_equal(wait_exit(&t), 1);
     assert_non_null(strstr(slurp(t.errfile), "is the control socket of a running crawld"));
     shutdown_daemon(&s, NULL);
@@ -468,6 +483,46 @@ static void the_descriptor_limit_is_raised_and_named(void **state)
     cr_buf_release(&err);
 }
 
+/* Where stderr is not a terminal, the log is one event per line: no
+ * carriage return, no blank line; in the journal every line carries its
+ * syslog priority, elsewhere none does. */
+static void the_log_reads_well_in_the_journal(void **state)
+{
+    (void)state;
+    crawld_proc d;
+    configure(&d, "journal", "");
+    start_as(&d, true);
+    kill(d.pid, SIGTERM);
+    assert_int_equal(wait_exit(&d), 0);
+    char *text = slurp(d.errfile);
+    assert_null(strchr(text, '\r'));
+    assert_null(strstr(text, "\n\n"));
+    int lines = 0;
+    for (char *p = text; *p; lines++) {
+        char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        if (!(p[0] == '<' && p[1] >= '0' && p[1] <= '7' && p[2] == '>'))
+            fail_msg("a line without its priority: %.*s", (int)(nl - p), p);
+        p = nl + 1;
+    }
+    assert_true(lines > 10);
+    assert_non_null(strstr(text, "<6>crawld: crawling with 0 new seeds"));
+    assert_non_null(strstr(text, "<5>crawld: SIGTERM: stopping"));
+    assert_non_null(strstr(text, "\n<6>dedup:\n"));
+
+    crawld_proc p;
+    configure(&p, "plain", "");
+    start(&p);
+    kill(p.pid, SIGTERM);
+    assert_int_equal(wait_exit(&p), 0);
+    text = slurp(p.errfile);
+    assert_null(strchr(text, '\r'));
+    assert_null(strstr(text, "\n\n"));
+    assert_int_equal(strncmp(text, "crawld: crawling with 0 new seeds", 33), 0);
+    assert_non_null(strstr(text, "\ncrawld: SIGTERM: stopping"));
+    assert_null(strstr(text, "\n<"));
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -477,6 +532,7 @@ int main(void)
         cmocka_unit_test(commands_reach_the_crawl_of_their_state_folder),
         cmocka_unit_test(taken_listeners_are_refused_clearly),
         cmocka_unit_test(the_descriptor_limit_is_raised_and_named),
+        cmocka_unit_test(the_log_reads_well_in_the_journal),
     };
     int rc = cmocka_run_group_tests_name("daemon", tests, group_setup, group_teardown);
     curl_global_cleanup();
