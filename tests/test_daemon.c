@@ -523,6 +523,123 @@ static void the_log_reads_well_in_the_journal(void **state)
     assert_null(strstr(text, "\n<"));
 }
 
+static char *read_root_file(const char *rel)
+{
+    char path[512];
+    const char *root = getenv("CRAWLD_ROOT");
+    snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("cannot read %s", path);
+    char *text = calloc(1, 1 << 20);
+    assert_non_null(text);
+    fread(text, 1, (1 << 20) - 1, f);
+    fclose(f);
+    return text;
+}
+
+/* What `make install` ships agrees with the code: the man page names every
+ * command `crawld --help` lists and every configuration section, and the
+ * systemd unit's command line is one crawld accepts. */
+static void installed_docs_match_the_code(void **state)
+{
+    (void)state;
+    char *man = read_root_file("docs/crawld.1");
+    cr_buf out, err;
+    cr_buf_init(&out, 0);
+    cr_buf_init(&err, 0);
+    const char *help[] = { "--help", NULL };
+    assert_int_equal(crawld(help, &out, &err), 0);
+    const char *p = strstr(out.data, "commands:\n");
+    assert_non_null(p);
+    /* the COMMANDS section, where each is a bold word of a .TP heading */
+    char *sec = strstr(man, "\n.SH COMMANDS\n");
+    assert_non_null(sec);
+    char *sec_end = strstr(sec + 1, "\n.SH ");
+    assert_non_null(sec_end);
+    *sec_end = '\0';
+    char *wr = sec; /* roff writes '-' as "\-" */
+    for (const char *r = sec; *r; r++)
+        if (!(r[0] == '\\' && r[1] == '-'))
+            *wr++ = *r;
+    *wr = '\0';
+    int commands = 0;
+    for (p = strchr(p, '\n') + 1; strncmp(p, "  ", 2) == 0; p = strchr(p, '\n') + 1) {
+        char name[64];
+        assert_int_equal(sscanf(p, " %63s", name), 1);
+        bool found = false;
+        size_t len = strlen(name);
+        for (const char *h = sec; !found && (h = strstr(h, "\n.TP\n.B")) != NULL; h++) {
+            const char *eol = strchr(h + 5, '\n');
+            for (const char *w = h + 8; w && w < eol && !found; w++)
+                found = strncmp(w, name, len) == 0 && (w[-1] == ' ' || w[-1] == '\\') &&
+                        (w[len] == ' ' || w[len] == '\n' || w[len] == '"');
+        }
+        if (!found)
+            fail_msg("docs/crawld.1 does not describe the command %s", name);
+        commands++;
+    }
+    assert_true(commands >= 13);
+    free(man);
+    man = read_root_file("docs/crawld.1");
+    const char *defaults[] = { "check-config", "--defaults", NULL };
+    cr_buf_clear(&out);
+    assert_int_equal(crawld(defaults, &out, &err), 0);
+    for (p = out.data; (p = strstr(p, "\n[")) != NULL; p++) {
+        char name[64], want[80];
+        assert_int_equal(sscanf(p + 1, "[%63[a-z]]", name), 1);
+        snprintf(want, sizeof want, " [%s]", name);
+        if (strstr(man, want) == NULL)
+            fail_msg("docs/crawld.1 does not name the section [%s]", name);
+    }
+    free(man);
+
+    /* the unit's ExecStart, its --set options checked by check-config */
+    char *unit = read_root_file("docs/crawld.service.in");
+    char *line = strstr(unit, "\nExecStart=@BINDIR@/crawld run -c @SYSCONFDIR@/crawld/crawl.toml ");
+    assert_non_null(line);
+    char *end = strchr(line + 1, '\n');
+    *end = '\0';
+    const char *empty = proc_temp_file(0, "", 0);
+    assert_non_null(empty);
+    const char *args[16] = { "check-config", "-c", empty };
+    int n = 3;
+    char *q = strstr(line, "crawl.toml ") + 11;
+    for (char *tok = q; *tok && n < 14;) {
+        while (*tok == ' ')
+            tok++;
+        if (*tok == '\0')
+            break;
+        char *sp = strchr(tok, ' ');
+        if (sp)
+            *sp = '\0';
+        if (strcmp(tok, "--set") == 0) {
+            args[n++] = "--set";
+        } else { /* systemd takes the single quotes away, as a shell would */
+            char *o = tok;
+            for (const char *r = tok; *r; r++)
+                if (*r != '\'')
+                    *o++ = *r;
+            *o = '\0';
+            args[n++] = tok;
+        }
+        if (sp == NULL)
+            break;
+        tok = sp + 1;
+    }
+    args[n] = NULL;
+    assert_true(n >= 7);
+    cr_buf_clear(&out);
+    cr_buf_clear(&err);
+    if (crawld(args, &out, &err) != 0)
+        fail_msg("the unit's options are refused: %s", err.data);
+    assert_non_null(strstr(out.data, "daemon = true"));
+    assert_non_null(strstr(out.data, "state_dir = \"/var/lib/crawld\""));
+    free(unit);
+    cr_buf_release(&out);
+    cr_buf_release(&err);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -533,6 +650,7 @@ int main(void)
         cmocka_unit_test(taken_listeners_are_refused_clearly),
         cmocka_unit_test(the_descriptor_limit_is_raised_and_named),
         cmocka_unit_test(the_log_reads_well_in_the_journal),
+        cmocka_unit_test(installed_docs_match_the_code),
     };
     int rc = cmocka_run_group_tests_name("daemon", tests, group_setup, group_teardown);
     curl_global_cleanup();
