@@ -91,6 +91,12 @@ run() {
     sleep "$SECS"
     end=$(now_ms)
     kill -TERM "${cpid:-$tpid}" 2>/dev/null
+    # a graceful stop gets 20 s (Scrapy's may wait for its whole queue);
+    # then a second signal (Scrapy: "force") and, 10 s later, SIGKILL
+    for i in $(seq 1 40); do kill -0 $tpid 2>/dev/null || break; sleep 0.5; done
+    kill -0 $tpid 2>/dev/null && { say "$name: still running 20 s after SIGTERM; a second SIGTERM"; kill -TERM "${cpid:-$tpid}" 2>/dev/null; }
+    for i in $(seq 1 20); do kill -0 $tpid 2>/dev/null || break; sleep 0.5; done
+    kill -0 $tpid 2>/dev/null && kill -KILL "${cpid:-$tpid}" 2>/dev/null
     wait $tpid
     stop_site
     awk -F'\t' -v end="$end" -v warm="$WARM" -v name="$name" '
@@ -154,4 +160,4 @@ awk -v limit="$limit" '
         printf "\n"
     }' "$tmp/results"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-grep -h "capped" "$tmp/crawld.err" 2>/dev/null
+grep -h "capped" "$tmp/crawld.err" 2>/dev/null || true
