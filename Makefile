@@ -51,7 +51,19 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 PROGS := $(BIN)/crawld $(if $(SITE_SRC),$(BIN)/testsite)
 
-.PHONY: all deps test check asan tsan run bench bench-crawl fuzz clean tests-build
+# `make install`: the binary, the man page, the example systemd unit and an
+# example configuration (every option at its default) under PREFIX, staged
+# under DESTDIR; the service's configuration SYSCONFDIR/crawld/crawl.toml
+# is written only when there is none.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/crawld
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+DESTDIR ?=
+
+.PHONY: all deps test check asan tsan run bench bench-crawl fuzz clean tests-build install uninstall
 all: $(PROGS)
 
 $(B)/%.o: %.c
@@ -150,6 +162,27 @@ fuzz: deps
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  echo "clang $$n"; \
 	  clang $(BASE_CPPFLAGS) $(FUZZ_CFLAGS) -o build/fuzz/$$n $$f $(LIB_SRC) $(LDLIBS) || exit 1; done
+
+install: $(BIN)/crawld
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR)
+	install -m 755 $(BIN)/crawld $(DESTDIR)$(BINDIR)/crawld
+	install -m 644 docs/crawld.1 $(DESTDIR)$(MANDIR)/man1/crawld.1
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' docs/crawld.service.in \
+	  > $(DESTDIR)$(UNITDIR)/crawld.service && chmod 644 $(DESTDIR)$(UNITDIR)/crawld.service
+	$(BIN)/crawld check-config --defaults > $(DESTDIR)$(DOCDIR)/crawl.toml
+	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/crawld/crawl.toml ]; then \
+	  echo "make install: kept $(DESTDIR)$(SYSCONFDIR)/crawld/crawl.toml"; \
+	else \
+	  install -d $(DESTDIR)$(SYSCONFDIR)/crawld && \
+	  install -m 644 $(DESTDIR)$(DOCDIR)/crawl.toml $(DESTDIR)$(SYSCONFDIR)/crawld/crawl.toml; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/crawld $(DESTDIR)$(MANDIR)/man1/crawld.1 \
+	  $(DESTDIR)$(UNITDIR)/crawld.service $(DESTDIR)$(DOCDIR)/crawl.toml $(DESTDIR)$(DOCDIR)/README.md
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+	@echo "make uninstall: $(SYSCONFDIR)/crawld/crawl.toml and /var/lib/crawld are left as they are"
 
 clean:
 	rm -rf build bin

@@ -20,14 +20,16 @@
 #include "common/alloc.h"
 #include "config/toml.h"
 
-typedef enum opt_type { T_BOOL, T_INT, T_FLOAT, T_STR, T_LIST, T_ENUM } opt_type;
+/* T_AUTO: an integer in [min, max] or the string "auto" (stored as
+ * CONFIG_AUTO). */
+typedef enum opt_type { T_BOOL, T_INT, T_FLOAT, T_STR, T_LIST, T_ENUM, T_AUTO } opt_type;
 
 typedef struct option {
     const char *section;
     const char *name;
     opt_type type;
     size_t off;
-    double min, max;       /* T_INT, T_FLOAT: inclusive bounds */
+    double min, max;       /* T_INT, T_FLOAT, T_AUTO: inclusive bounds */
     const char *def;       /* default, as TOML text */
     const char *choices;   /* T_ENUM: names separated by '|', index = value */
     const char *doc;
@@ -36,6 +38,7 @@ typedef struct option {
 #define F(sec, field) offsetof(crawl_config, sec.field)
 #define BOOL(sec, name, def, doc) { #sec, #name, T_BOOL, F(sec, name), 0, 0, def, NULL, doc }
 #define INT(sec, name, lo, hi, def, doc) { #sec, #name, T_INT, F(sec, name), lo, hi, def, NULL, doc }
+#define AUTO(sec, name, lo, hi, doc) { #sec, #name, T_AUTO, F(sec, name), lo, hi, "\"auto\"", NULL, doc }
 #define FLT(sec, name, lo, hi, def, doc) { #sec, #name, T_FLOAT, F(sec, name), lo, hi, def, NULL, doc }
 #define STR(sec, name, def, doc) { #sec, #name, T_STR, F(sec, name), 0, 0, def, NULL, doc }
 #define LIST(sec, name, def, doc) { #sec, #name, T_LIST, F(sec, name), 0, 0, def, NULL, doc }
@@ -62,7 +65,8 @@ static const option options[] = {
     INT(crawl, max_query_params, 0, 10000, "32", "trap limit: query parameters per URL (0: no query allowed)"),
 
     INT(fetch, threads, 1, 64, "2", "fetcher threads, each driving one libcurl multi handle"),
-    INT(fetch, connections, 1, 4096, "32", "transfers in flight in all, across threads"),
+    AUTO(fetch, connections, 1, 65536,
+         "transfers in flight in all, across threads; \"auto\": one for every host that is ready, as many as the file-descriptor limit allows (at most 8192)"),
     INT(fetch, connect_timeout_ms, 1, 600000, "10000", "connect timeout"),
     INT(fetch, timeout_ms, 1, 3600000, "60000", "whole-transfer timeout"),
     INT(fetch, low_speed_bytes, 0, 1e9, "1000", "abort a transfer slower than this many bytes/s ..."),
@@ -117,9 +121,13 @@ static const option options[] = {
     BOOL(archive, revisits, "true", "write revisit records for payloads already archived"),
     BOOL(archive, wacz, "false", "at the end of a crawl, package its WARC files as a WACZ (state_dir/wacz/PREFIX-TIMESTAMP.wacz, a new file each run)"),
 
-    STR(control, listen, "\"127.0.0.1:8919\"", "control API address (\"\" to disable)"),
-    STR(control, token, "\"\"", "bearer token; required when listen is not loopback"),
+    STR(control, listen, "\"unix\"", "control API: \"unix\" (a socket in state_dir), \"unix:PATH\", ADDRESS:PORT (TCP), or \"\" for none"),
+    STR(control, token, "\"\"", "bearer token; required when listen is a TCP address other than loopback"),
     INT(control, max_body_bytes, 1024, 1e9, "1048576", "request body cap"),
+    INT(control, request_timeout_ms, 100, 600000, "2000", "a connection that has not sent its request line by then is closed before it takes a slot"),
+    INT(control, idle_timeout_s, 1, 3600, "10", "a connection idle this long within or between requests is closed"),
+    INT(control, max_connections, 1, 4096, "64", "connections served at once (twice as many may wait for their request line)"),
+    INT(control, max_per_address, 1, 4096, "16", "connections from one client address, waiting and (TCP) served; the oldest waiting one makes room"),
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -249,6 +257,7 @@ static const char *type_word(opt_type t)
     case T_STR: return "a string";
     case T_LIST: return "an array of strings";
     case T_ENUM: return "a string";
+    case T_AUTO: return "an integer or \"auto\"";
     }
     return "?";
 }
@@ -278,16 +287,28 @@ static int check_value(crawl_config *c, const option *o, const toml_value *v, bo
     bool ok = (o->type == T_BOOL && t == TOML_BOOL) || (o->type == T_INT && t == TOML_INTEGER) ||
               (o->type == T_FLOAT && (t == TOML_FLOAT || t == TOML_INTEGER)) ||
               ((o->type == T_STR || o->type == T_ENUM) && t == TOML_STRING) ||
-              (o->type == T_LIST && t == TOML_ARRAY);
+              (o->type == T_LIST && t == TOML_ARRAY) ||
+              (o->type == T_AUTO && (t == TOML_INTEGER || t == TOML_STRING));
     if (!ok)
         return fail(err, name, line, col, "%s must be %s, not %s", what, type_word(o->type),
                     toml_type_name(t));
     char *field = (char *)c + o->off;
+    if (o->type == T_AUTO && t == TOML_STRING) {
+        size_t len;
+        const char *s = toml_string(v, &len);
+        if (len != 4 || memcmp(s, "auto", 4) != 0)
+            return fail(err, name, line, col, "%s must be an integer or \"auto\", not '%.60s'",
+                        what, s);
+        if (apply)
+            *(int64_t *)field = CONFIG_AUTO;
+        return 0;
+    }
     switch (o->type) {
     case T_BOOL:
         if (apply)
             *(bool *)field = toml_bool(v) != 0;
         return 0;
+    case T_AUTO:
     case T_INT: {
         int64_t x = toml_int(v);
         if ((double)x < o->min || (double)x > o->max)
@@ -568,6 +589,12 @@ static void write_value(FILE *f, const crawl_config *c, const option *o)
     switch (o->type) {
     case T_BOOL: fputs(*(const bool *)field ? "true" : "false", f); break;
     case T_INT: fprintf(f, "%lld", (long long)*(const int64_t *)field); break;
+    case T_AUTO:
+        if (*(const int64_t *)field == CONFIG_AUTO)
+            fputs("\"auto\"", f);
+        else
+            fprintf(f, "%lld", (long long)*(const int64_t *)field);
+        break;
     case T_FLOAT: write_float(f, *(const double *)field); break;
     case T_STR: write_string(f, *(char *const *)field ? *(char *const *)field : ""); break;
     case T_ENUM: {
@@ -602,6 +629,8 @@ int config_write(const crawl_config *c, FILE *f, bool docs)
             fprintf(f, "# %s\n# default: %s", o->doc, o->def);
             if (o->type == T_INT)
                 fprintf(f, "; range %.0f..%.0f", o->min, o->max);
+            else if (o->type == T_AUTO)
+                fprintf(f, "; range %.0f..%.0f or \"auto\"", o->min, o->max);
             else if (o->type == T_FLOAT)
                 fprintf(f, "; range %g..%g", o->min, o->max);
             else if (o->type == T_ENUM) {

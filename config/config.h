@@ -19,6 +19,9 @@ typedef struct str_list {
     size_t n;
 } str_list;
 
+/* The value of an integer option set to "auto" (fetch.connections). */
+#define CONFIG_AUTO 0
+
 enum crawl_scope { SCOPE_HOST, SCOPE_DOMAIN, SCOPE_PREFIX, SCOPE_ANY };
 enum dedup_verify { VERIFY_NEVER, VERIFY_ALWAYS, VERIFY_IN_SCOPE };
 enum requisites_scope { REQUISITES_SAME_HOST, REQUISITES_ANY };
@@ -46,7 +49,7 @@ typedef struct crawl_config {
     } crawl;
     struct {
         int64_t threads;
-        int64_t connections;
+        int64_t connections;       /* CONFIG_AUTO: "auto" */
         int64_t connect_timeout_ms;
         int64_t timeout_ms;
         int64_t low_speed_bytes;
@@ -108,6 +111,10 @@ typedef struct crawl_config {
         char *listen;
         char *token;
         int64_t max_body_bytes;
+        int64_t request_timeout_ms;
+        int64_t idle_timeout_s;
+        int64_t max_connections;
+        int64_t max_per_address;
     } control;
 } crawl_config;
 

@@ -18,6 +18,13 @@
 #include "common/buf.h"
 
 #define CONFIG_TEXT_MAX (60 * 1024) /* under the db's value cap */
+#define MINUTE_MS 60000LL
+#define DAY_MS (24 * 60 * MINUTE_MS)
+
+const db_sample_tier sampler_tiers[SAMPLER_TIERS] = {
+    { DAY_MS, MINUTE_MS },           /* older than a day: one a minute */
+    { 30 * DAY_MS, 60 * MINUTE_MS }, /* older than 30 days: one an hour */
+};
 
 typedef struct host_row {
     char *host;
@@ -31,6 +38,8 @@ struct sampler {
     int have_prev;
     double prev_pages;
     int64_t prev_ms;
+    unsigned since_prune;  /* samples since the last pruning pass */
+    int64_t pruned_ms;     /* that pass's time; 0: none yet in this process */
     host_row *rows; /* SAMPLER_HOSTS slots: the busiest hosts of one pass */
     size_t nrows;
     int oom;
@@ -314,7 +323,18 @@ out:
     return rc;
 }
 
+char *sampler_sample_text(const json_t *sample)
+{
+    return json_dumps(sample, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(7));
+}
+
 int sampler_record(sampler *s, const json_t *status, const bloom *bf, frontier *fr)
+{
+    return sampler_record_at(s, status, bf, fr, wall_ms());
+}
+
+int sampler_record_at(sampler *s, const json_t *status, const bloom *bf, frontier *fr,
+                      int64_t now)
 {
     int rc = 0;
     if (s == NULL || status == NULL)
@@ -325,12 +345,11 @@ int sampler_record(sampler *s, const json_t *status, const bloom *bf, frontier *
             return rc;
         s->config_stored = 1;
     }
-    int64_t now = wall_ms();
     if (s->have_prev && now <= s->prev_ms)
         now = s->prev_ms + 1; /* one row per call, keys only grow */
     double dt = s->have_prev ? (double)(now - s->prev_ms) / 1000.0 : 0;
     json_t *j = sampler_sample_json(status, bf, s->prev_pages, dt);
-    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *text = j ? sampler_sample_text(j) : NULL;
     if (text == NULL) {
         rc = -ENOMEM;
         goto out;
@@ -338,6 +357,13 @@ int sampler_record(sampler *s, const json_t *status, const bloom *bf, frontier *
     rc = db_put_sample(s->d, now, text);
     if (rc < 0)
         goto out;
+    if (s->pruned_ms == 0 || ++s->since_prune >= SAMPLER_PRUNE_EVERY) {
+        rc = db_prune_samples(s->d, sampler_tiers, SAMPLER_TIERS, now, s->pruned_ms);
+        if (rc < 0)
+            goto out;
+        s->pruned_ms = now;
+        s->since_prune = 0;
+    }
     s->have_prev = 1;
     s->prev_ms = now;
     s->prev_pages = (double)json_integer_value(json_object_get(status, "pages"));

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 void wire_url_policy(const crawl_config *c, url_policy *out)
 {
@@ -37,9 +38,7 @@ void wire_fetch_opts(const crawl_config *c, fetch_opts *out)
 {
     memset(out, 0, sizeof *out);
     out->threads = (unsigned)c->fetch.threads;
-    out->connections = (unsigned)c->fetch.connections;
-    if (out->connections < out->threads)
-        out->connections = out->threads;
+    out->connections = wire_fetch_connections(c, -1, NULL);
     out->connect_timeout_ms = (long)c->fetch.connect_timeout_ms;
     out->timeout_ms = (long)c->fetch.timeout_ms;
     out->low_speed_bytes = (long)c->fetch.low_speed_bytes;
@@ -52,6 +51,26 @@ void wire_fetch_opts(const crawl_config *c, fetch_opts *out)
     out->nresolve = c->fetch.resolve.n;
     out->proxy = NULL;
     out->keep_request = c->archive.warc;
+}
+
+unsigned wire_fetch_connections(const crawl_config *c, long nofile, bool *capped)
+{
+    if (nofile < 0) {
+        struct rlimit rl;
+        nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                     ? (long)(rl.rlim_cur > (rlim_t)1 << 30 ? (rlim_t)1 << 30 : rl.rlim_cur)
+                     : 1L << 30;
+    }
+    uint64_t want = c->fetch.connections == CONFIG_AUTO ? WIRE_AUTO_CONNECTIONS_MAX
+                                                        : (uint64_t)c->fetch.connections;
+    uint64_t room = nofile > 2 * WIRE_FD_RESERVE ? (uint64_t)(nofile - WIRE_FD_RESERVE) / 2
+                                                 : (uint64_t)(nofile > 0 ? nofile : 0) / 4;
+    uint64_t n = want < room ? want : room;
+    if (n < (uint64_t)c->fetch.threads)
+        n = (uint64_t)c->fetch.threads;
+    if (capped != NULL)
+        *capped = n < want;
+    return (unsigned)n;
 }
 
 void wire_frontier_opts(const crawl_config *c, frontier_opts *out)

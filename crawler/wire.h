@@ -18,7 +18,20 @@
 void wire_url_policy(const crawl_config *c, url_policy *out /* OUT */);
 void wire_bloom_params(const crawl_config *c, bloom_params *out /* OUT */);
 void wire_db_opts(const crawl_config *c, db_opts *out /* OUT */);
+/* fetch.connections resolved (CONFIG_AUTO: as many as the file-descriptor
+ * limit allows) and kept within it. */
 void wire_fetch_opts(const crawl_config *c, fetch_opts *out /* OUT */);
+
+#define WIRE_AUTO_CONNECTIONS_MAX 8192u /* fetch.connections = "auto" at most */
+#define WIRE_FD_RESERVE 256             /* descriptors kept for SQLite, WARC, the API... */
+
+/* The transfers fetch.connections gives under a soft file-descriptor limit
+ * of nofile (< 0: read RLIMIT_NOFILE now): the configured number, or for
+ * "auto" WIRE_AUTO_CONNECTIONS_MAX; either way no more than
+ * (nofile - WIRE_FD_RESERVE) / 2 (a transfer may hold two descriptors while
+ * it resolves and connects) and no fewer than fetch.threads. *capped (may
+ * be NULL) says whether the limit lowered it. OUT: capped */
+unsigned wire_fetch_connections(const crawl_config *c, long nofile, bool *capped);
 void wire_frontier_opts(const crawl_config *c, frontier_opts *out /* OUT */);
 void wire_scope_opts(const crawl_config *c, scope_opts *out /* OUT */);
 void wire_links_opts(const crawl_config *c, links_opts *out /* OUT */);

@@ -32,6 +32,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "storage/samples.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,7 +100,7 @@ static const char figures_sql[] =
     "CREATE TABLE IF NOT EXISTS hosts(host TEXT PRIMARY KEY, pages INTEGER NOT NULL,"
     " data TEXT NOT NULL);";
 
-enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META, OP_SAMPLE, OP_HOST };
+enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META, OP_SAMPLE, OP_HOST, OP_PRUNE };
 
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_INSERT, ST_FIND, ST_GETSTATE,
@@ -1122,11 +1123,47 @@ int db_put_meta(db *d, const char *key, const char *value)
     return enqueue_text2(d, OP_META, 0, key, value);
 }
 
+/* OP_SAMPLE carries the packed row (storage/samples) in mem, its length in
+ * url_len. */
 int db_put_sample(db *d, int64_t t_ms, const char *data)
 {
+    struct op o;
+    unsigned char *row;
+    size_t len;
+    int rc;
+
     if (t_ms < 0 || data == NULL)
         return -EINVAL;
-    return enqueue_text2(d, OP_SAMPLE, t_ms, "", data);
+    rc = samples_pack(data, strlen(data), &row, &len);
+    if (rc < 0)
+        return rc;
+    memset(&o, 0, sizeof o);
+    o.type = OP_SAMPLE;
+    o.id = t_ms;
+    o.mem = row;
+    o.url_len = len;
+    return enqueue(d, &o);
+}
+
+/* OP_PRUNE carries its tiers in mem, their count in kind, now_ms in id and
+ * since_ms in parent; the writer hands them to samples_prune(). */
+int db_prune_samples(db *d, const db_sample_tier *tiers, size_t n, int64_t now_ms,
+                     int64_t since_ms)
+{
+    struct op o;
+
+    if (samples_tiers_check(tiers, n) < 0 || now_ms < 0)
+        return -EINVAL;
+    memset(&o, 0, sizeof o);
+    o.mem = cr_malloc(n * sizeof *tiers);
+    if (o.mem == NULL)
+        return -ENOMEM;
+    memcpy(o.mem, tiers, n * sizeof *tiers);
+    o.type = OP_PRUNE;
+    o.kind = (int)n;
+    o.id = now_ms;
+    o.parent = since_ms;
+    return enqueue(d, &o);
 }
 
 int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data)
@@ -1395,7 +1432,7 @@ static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t tex
         case OP_SAMPLE:
             what = "writing a sample";
             sqlite3_bind_int64(d->st[ST_SAMPLE], 1, o->id);
-            sqlite3_bind_text(d->st[ST_SAMPLE], 2, o->error, -1, SQLITE_STATIC);
+            sqlite3_bind_blob(d->st[ST_SAMPLE], 2, o->mem, (int)o->url_len, SQLITE_STATIC);
             rc = step_done(d->st[ST_SAMPLE]);
             o->status = 0;
             break;
@@ -1406,6 +1443,12 @@ static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t tex
             sqlite3_bind_text(d->st[ST_HOST], 3, o->error, -1, SQLITE_STATIC);
             rc = step_done(d->st[ST_HOST]);
             o->status = 0;
+            break;
+        case OP_PRUNE:
+            what = "pruning old samples";
+            rc = samples_prune(d->conn, o->mem, (size_t)o->kind, o->id, o->parent, NULL);
+            o->status = 0;
+            o->id = 0;
             break;
         case OP_OUTCOME:
         case OP_STATE:
@@ -2025,36 +2068,73 @@ int64_t db_reader_sample_count(db_reader *rd)
 int64_t db_reader_samples(db_reader *rd, size_t max, db_sample_fn cb, void *ud)
 {
     sqlite3_stmt *s = NULL;
-    int64_t total, i = 0, n = 0, stride = 1;
+    int64_t total, n = 0, first = 0, last = 0, step = 0, next = INT64_MIN;
     int rc, r = 0;
+    cr_buf text;
 
     if (cb == NULL)
         return -EINVAL;
-    /* one read transaction, so the count and the rows agree */
+    cr_buf_init(&text, SAMPLES_TEXT_MAX + 1);
+    /* one read transaction, so the count, the span and the rows agree */
     sqlite3_exec(rd->conn, "BEGIN", NULL, NULL, NULL);
     total = db_reader_sample_count(rd);
     if (total <= 0)
         goto out;
     if (max > 0 && max < 2)
         max = 2;
-    if (max > 0 && (uint64_t)total > max) /* ceil((total - 1) / (max - 1)) */
-        stride = (total - 1 + (int64_t)max - 2) / ((int64_t)max - 1);
+    if (max > 0 && (uint64_t)total > max) {
+        rc = prepare_figures(rd, "SELECT min(t_ms), max(t_ms) FROM samples", &s);
+        if (rc != 0) {
+            total = rc > 0 ? 0 : rc;
+            goto out;
+        }
+        if (sqlite3_step(s) == SQLITE_ROW) {
+            first = sqlite3_column_int64(s, 0);
+            last = sqlite3_column_int64(s, 1);
+        }
+        sqlite3_finalize(s);
+        s = NULL;
+        /* ceil((last - first) / (max - 1)): at most max steps reach cb */
+        step = (last - first + (int64_t)max - 2) / ((int64_t)max - 1);
+        if (step < 1)
+            step = 1;
+    }
     rc = prepare_figures(rd, "SELECT t_ms, data FROM samples ORDER BY t_ms", &s);
     if (rc != 0) {
         total = rc > 0 ? 0 : rc;
         goto out;
     }
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        int64_t k = i++;
-        if (k % stride != 0 && k != total - 1)
-            continue; /* evenly thinned; the first and the last are kept */
-        const char *data = (const char *)sqlite3_column_text(s, 1);
-        if (data == NULL) {
-            rc = SQLITE_NOMEM;
-            break;
+        int64_t t = sqlite3_column_int64(s, 0);
+        if (step > 0) {
+            if (t < next && t != last)
+                continue; /* thinned evenly over time; the first and the last are kept */
+            next = first + ((t - first) / step + 1) * step;
+        }
+        const char *data;
+        size_t len;
+        if (sqlite3_column_type(s, 1) == SQLITE_BLOB) {
+            cr_buf_clear(&text);
+            int u = samples_unpack(sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1),
+                                   &text);
+            if (u == -ENOMEM) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            if (u < 0)
+                continue; /* a row that does not unpack: left out */
+            data = text.data ? text.data : "";
+            len = text.len;
+        } else {
+            data = (const char *)sqlite3_column_text(s, 1); /* written before packing */
+            if (data == NULL) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            len = (size_t)sqlite3_column_bytes(s, 1);
         }
         n++;
-        r = cb(ud, sqlite3_column_int64(s, 0), data, (size_t)sqlite3_column_bytes(s, 1));
+        r = cb(ud, t, data, len);
         if (r != 0)
             break;
     }
@@ -2065,6 +2145,7 @@ int64_t db_reader_samples(db_reader *rd, size_t max, db_sample_fn cb, void *ud)
 out:
     sqlite3_finalize(s);
     sqlite3_exec(rd->conn, "COMMIT", NULL, NULL, NULL);
+    cr_buf_release(&text);
     return total;
 }
 

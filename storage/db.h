@@ -196,11 +196,32 @@ int db_put_meta(db *d, const char *key, const char *value);
 
 /* Figures over time, for `crawld report` (tables `samples` and `hosts`,
  * created by db_open when missing). Both queue like db_put_meta and copy
- * their strings; data is the caller's text (crawld stores JSON objects).
+ * their strings; data is the caller's text (crawld stores JSON objects). A
+ * sample's text is stored deflated (about a quarter of its size; at most
+ * 64 KiB of text, else -E2BIG) and read back as text.
  * A sample is keyed by t_ms (ms since the crawl started; the same t_ms
  * replaces the row). A host row is replaced whole; pages is its sort key. */
 int db_put_sample(db *d, int64_t t_ms, const char *data);
 int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data);
+
+/* Downsampling of the samples with age: a tier keeps, of the rows at least
+ * age_ms old (age = now_ms - t_ms), only the earliest of each every_ms
+ * bucket (buckets aligned on multiples of every_ms). Tiers go from the
+ * youngest to the oldest; each every_ms is a multiple of the one before. */
+typedef struct db_sample_tier {
+    int64_t age_ms;
+    int64_t every_ms;
+} db_sample_tier;
+#define DB_SAMPLE_TIERS_MAX 8
+
+/* Queues one pruning pass (like db_put_meta; tiers copied): the rows that
+ * reached a tier's age since the previous pass at since_ms (0: every row,
+ * as for a first pass) are thinned to that tier. Passes at any intervals
+ * leave the same rows as one pass over the whole history, so a caller that
+ * passes every minute keeps the table at its steady size. 0, -EINVAL for bad
+ * tiers (see db_sample_tier), or a queueing error. */
+int db_prune_samples(db *d, const db_sample_tier *tiers, size_t n, int64_t now_ms,
+                     int64_t since_ms);
 
 /* Returns once everything queued before it is committed and its callbacks
  * ran: 0, or the first error the writer met since the previous db_flush()
@@ -315,10 +336,13 @@ typedef int (*db_host_fn)(void *ud, const char *host, size_t host_len,
 int64_t db_reader_host_counts(db_reader *rd, const char *host, db_host_fn cb, void *ud);
 
 /* Samples stored with db_put_sample, as t_ms order. When more than max
- * (> 1; 0 = all) are stored, every k-th row is passed so that about max
- * reach cb, the first and the last always among them. data is valid
- * during the callback only; cb's return as above. Returns the number passed
- * to cb (0 for a file without samples), or < 0. */
+ * (> 1; 0 = all) are stored, at most max are passed, spread evenly over
+ * time (the first row at or after each of max - 1 equal steps from the first
+ * t_ms to the last), the first and the last always among them: a run whose
+ * old samples were thinned by db_prune_samples is still drawn whole. data is
+ * valid during the callback only; cb's return as above. A row that does not
+ * unpack is left out. Returns the number passed to cb (0 for a file without
+ * samples), or < 0. */
 typedef int (*db_sample_fn)(void *ud, int64_t t_ms, const char *data, size_t len);
 int64_t db_reader_samples(db_reader *rd, size_t max, db_sample_fn cb, void *ud);
 /* How many samples are stored (0 for a file without the table), or < 0. */

@@ -124,6 +124,49 @@ static void out_of_range_is_an_error(void **state)
                  "x.toml:2:1: dedup.verify: 'sometimes' is not one of never, always, in-scope");
 }
 
+/* fetch.connections takes an integer in range or "auto" (its default), with
+ * the same strict checks and error positions as any integer option. */
+static void integer_or_auto(void **state)
+{
+    (void)state;
+    config_error err;
+    assert_int_equal(cfg.fetch.connections, CONFIG_AUTO);
+    assert_int_equal(load("[fetch]\nconnections = 300\n", &err), 0);
+    assert_int_equal(cfg.fetch.connections, 300);
+    assert_int_equal(config_set(&cfg, "fetch.connections = \"auto\"", &err), 0);
+    assert_int_equal(cfg.fetch.connections, CONFIG_AUTO);
+    expect_error("[fetch]\n connections = \"Auto\"\n",
+                 "x.toml:2:2: fetch.connections must be an integer or \"auto\", not 'Auto'");
+    expect_error("[fetch]\nconnections = 2.5\n",
+                 "x.toml:2:1: fetch.connections must be an integer or \"auto\", not float");
+    expect_error("[fetch]\nconnections = [\"auto\"]\n",
+                 "x.toml:2:1: fetch.connections must be an integer or \"auto\", not array");
+    expect_error("[fetch]\nconnections = 0\n",
+                 "x.toml:2:1: fetch.connections = 0 is out of range 1..65536");
+    assert_true(config_set(&cfg, "fetch.connections=\"\"", &err) < 0);
+    assert_string_equal(err.msg,
+                        "--set:1:7: fetch.connections must be an integer or \"auto\", not ''");
+    assert_int_equal(cfg.fetch.connections, CONFIG_AUTO); /* the failures changed nothing */
+
+    /* written back as it was given, and read again the same */
+    assert_int_equal(load("[fetch]\nconnections = 77\n", &err), 0);
+    char *p = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&p, &n);
+    assert_int_equal(config_write(&cfg, f, true), 0);
+    fclose(f);
+    assert_non_null(strstr(p, "\nconnections = 77\n"));
+    assert_non_null(strstr(p, "# default: \"auto\"; range 1..65536 or \"auto\"\n"));
+    free(p);
+    assert_int_equal(load("[fetch]\nconnections = \"auto\"\n", &err), 0);
+    p = NULL;
+    f = open_memstream(&p, &n);
+    assert_int_equal(config_write(&cfg, f, false), 0);
+    fclose(f);
+    assert_non_null(strstr(p, "\nconnections = \"auto\"\n"));
+    free(p);
+}
+
 static void nul_in_string_is_rejected(void **state)
 {
     (void)state;
@@ -137,7 +180,7 @@ static void bad_document_changes_nothing(void **state)
     config_error err;
     assert_true(load("[fetch]\nthreads = 9\nconnections = 0\n", &err) < 0);
     assert_int_equal(cfg.fetch.threads, 2);
-    assert_int_equal(cfg.fetch.connections, 32);
+    assert_int_equal(cfg.fetch.connections, CONFIG_AUTO);
 }
 
 static void toml_errors_carry_position(void **state)
@@ -334,6 +377,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(unknown_section_suggests_nearest, setup, teardown),
         cmocka_unit_test_setup_teardown(wrong_type_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(out_of_range_is_an_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(integer_or_auto, setup, teardown),
         cmocka_unit_test_setup_teardown(nul_in_string_is_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_document_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(toml_errors_carry_position, setup, teardown),

@@ -2125,6 +2125,87 @@ static void fetch_new_out_of_memory(void **state)
     coll_free(c);
 }
 
+/* The fewest allocations fetcher_new needs with these options: the first n
+ * for which a hook failing the nth allocation lets it succeed. */
+static long allocations_to_start(const fetch_opts *o, const fetch_hooks *h)
+{
+    for (long n = 1; n < 1000; n++) {
+        fetcher *f = NULL;
+        cr_alloc_fail_after(n);
+        int rc = fetcher_new(o, h, &f);
+        long failures = cr_alloc_failures();
+        cr_alloc_fail_after(0);
+        fetcher_free(f);
+        if (failures == 0) {
+            assert_int_equal(rc, 0);
+            return n;
+        }
+        assert_int_equal(rc, -ENOMEM);
+    }
+    fail_msg("fetcher_new never succeeded");
+    return -1;
+}
+
+/* Slots are made when transfers need them: 100,000 of them cost fetcher_new
+ * no more allocations than 16, and they still run jobs. */
+static void fetch_slots_are_made_on_demand(void **state)
+{
+    (void)state;
+    struct coll *c = coll_new(16);
+    fetch_hooks h = hooks_for(c);
+    fetch_opts small = base_opts(), big = base_opts();
+    small.threads = big.threads = 2;
+    small.connections = 16;
+    big.connections = 100000;
+    assert_int_equal(allocations_to_start(&small, &h), allocations_to_start(&big, &h));
+
+    fetcher *f = NULL;
+    assert_int_equal(fetcher_new(&big, &h, &f), 0);
+    assert_int_equal(fetcher_free_slots(f), 100000);
+    char url[256];
+    url_of(url, sizeof url, "/delay?ms=50");
+    for (uint64_t i = 0; i < 40; i++) /* more than two chunks per thread */
+        submit(f, i, url, 0);
+    assert_true(coll_wait(c, 40));
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(c->recs[i].res.error, FETCH_OK);
+    assert_int_equal(fetcher_stop(f, 1000), 0);
+    fetcher_free(f);
+    coll_free(c);
+}
+
+/* A slot that cannot be made refuses the job (-ENOMEM, no on_done) and
+ * leaves the fetcher working. */
+static void fetch_slot_out_of_memory(void **state)
+{
+    (void)state;
+    struct coll *c = coll_new(16);
+    fetch_hooks h = hooks_for(c);
+    fetch_opts o = base_opts();
+    fetcher *f = NULL;
+    assert_int_equal(fetcher_new(&o, &h, &f), 0);
+    char url[256];
+    url_of(url, sizeof url, "/");
+    fetch_job j = {0, url, 0, NULL};
+    cr_alloc_fail_after(2); /* the URL's copy, then the first chunk of slots */
+    int rc = fetcher_submit(f, &j, 0);
+    long failures = cr_alloc_failures();
+    cr_alloc_fail_after(0);
+    assert_int_equal(failures, 1);
+    assert_int_equal(rc, -ENOMEM);
+    submit(f, 1, url, 0);
+    assert_true(coll_wait(c, 1));
+    assert_int_equal(fetcher_stop(f, 1000), 0);
+    fetch_stats st;
+    fetcher_stats(f, &st);
+    assert_int_equal(st.submitted, 1);
+    assert_int_equal(st.done, 1);
+    fetcher_free(f);
+    assert_int_equal(c->recs[0].dones, 0);
+    assert_int_equal(c->recs[1].dones, 1);
+    coll_free(c);
+}
+
 /* Measurement, not a check: main runs it instead of the cases when
  * CRAWLD_FETCH_BENCH=N is set (N requests per run); it prints figures. */
 static double cpu_s(void)
@@ -2247,6 +2328,8 @@ int main(void)
         cmocka_unit_test(decode_sink_can_stop),
         cmocka_unit_test(decode_out_of_memory),
         cmocka_unit_test(fetch_html_200),
+        cmocka_unit_test(fetch_slots_are_made_on_demand),
+        cmocka_unit_test(fetch_slot_out_of_memory),
         cmocka_unit_test(fetch_gzip_decoded_raw_kept),
         cmocka_unit_test(fetch_deflate_decoded_raw_kept),
         cmocka_unit_test(fetch_br_decoded_raw_kept),

@@ -1717,6 +1717,109 @@ static void test_concurrent_requests(void **state)
     assert_int_equal(testsite_stop(&ts), 0);
 }
 
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void test_latency(void **state)
+{
+    (void)state;
+    /* --latency-ms holds every answer back at least that long after its
+     * request arrived, and holds each connection on its own: every request
+     * of a parallel batch reached the server before the first answer came
+     * back (a server that waited for one answer before reading the next
+     * request would log a later arrival). */
+    enum { N = 24, LATENCY = 400 };
+    const char *const args[] = { "--pages", "50", "--hosts", "600", "--latency-ms", "400",
+                                 "--no-specials", NULL };
+    testsite ts;
+    CURL *h[N];
+    resp r[N];
+    char url[N][128], pin[N][128];
+    struct curl_slist *pins[N];
+    long long done_ms[N];
+    assert_int_equal(testsite_start(&ts, args), 0);
+    CURLM *m = curl_multi_init();
+    for (int i = 0; i < N; i++) {
+        /* hosts far apart in the 600: a.test, y.test, aw.test, ... */
+        int k = i * 25;
+        char name[8];
+        if (k < 26)
+            snprintf(name, sizeof(name), "%c", 'a' + k);
+        else
+            snprintf(name, sizeof(name), "%c%c", 'a' + k / 26 - 1, 'a' + k % 26);
+        snprintf(url[i], sizeof(url[i]), "http://%s.test:%d/robots.txt", name, ts.port);
+        snprintf(pin[i], sizeof(pin[i]), "%s.test:%d:127.0.0.1", name, ts.port);
+        pins[i] = curl_slist_append(NULL, pin[i]);
+        h[i] = curl_easy_init();
+        memset(&r[i], 0, sizeof(r[i]));
+        cr_buf_init(&r[i].body, 0);
+        r[i].cap = BODY_CAP;
+        curl_easy_setopt(h[i], CURLOPT_URL, url[i]);
+        curl_easy_setopt(h[i], CURLOPT_RESOLVE, pins[i]);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &r[i]);
+        curl_easy_setopt(h[i], CURLOPT_PRIVATE, (char *)(intptr_t)i);
+        curl_multi_add_handle(m, h[i]);
+    }
+    int running = 1, finished = 0;
+    while (running || finished < N) {
+        curl_multi_perform(m, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            char *p = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &p);
+            done_ms[(intptr_t)p] = wall_ms();
+            finished++;
+        }
+        if (running)
+            curl_multi_wait(m, NULL, 0, 50, NULL);
+    }
+    long long first_done = done_ms[0];
+    for (int i = 0; i < N; i++) {
+        long st = 0;
+        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &st);
+        assert_int_equal(st, 200);
+        if (done_ms[i] < first_done)
+            first_done = done_ms[i];
+    }
+    testsite_req *v;
+    size_t n;
+    assert_int_equal(testsite_log_read(&ts, &v, &n), 0);
+    assert_int_equal(n, N);
+    long long last_arrival = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].ms > last_arrival)
+            last_arrival = v[i].ms;
+    /* each answer came no earlier than LATENCY after its request arrived */
+    for (int i = 0; i < N; i++) {
+        char host[32];
+        snprintf(host, sizeof(host), "%.*s", (int)(strchr(url[i] + 7, ':') - (url[i] + 7)),
+                 url[i] + 7);
+        size_t k = 0;
+        while (k < n && strcmp(v[k].host, host) != 0)
+            k++;
+        assert_true(k < n);
+        assert_true(done_ms[i] - v[k].ms >= LATENCY);
+    }
+    assert_true(last_arrival < first_done);
+    testsite_log_free(v, n);
+    for (int i = 0; i < N; i++) {
+        curl_multi_remove_handle(m, h[i]);
+        curl_easy_cleanup(h[i]);
+        curl_slist_free_all(pins[i]);
+        resp_release(&r[i]);
+    }
+    curl_multi_cleanup(m);
+    assert_int_equal(testsite_stop(&ts), 0);
+}
+
 /* ---- cases: determinism, shutdown, the command line -------------------- */
 
 static const char *const det_pages[] = {
@@ -2088,6 +2191,7 @@ int main(void)
         cmocka_unit_test(test_calendar_trap),
         cmocka_unit_test(test_request_log),
         cmocka_unit_test(test_concurrent_requests),
+        cmocka_unit_test(test_latency),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_clean_shutdown),
         cmocka_unit_test(test_command_line),

@@ -45,5 +45,10 @@ int cmd_run(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_wacz(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
+int cmd_shutdown(int argc, char **argv);
+int cmd_seed(int argc, char **argv);
 
 #endif

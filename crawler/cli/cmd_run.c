@@ -10,14 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "storage/db.h"
+#include "common/log.h"
 #include "crawler/control.h"
 #include "crawler/crawl.h"
 #include "crawler/package.h"
+#include "crawler/wire.h"
+#include "storage/db.h"
 
 static const char usage[] =
     "usage: crawld run [-c FILE] [--set K=V]... [--seeds FILE]\n"
@@ -38,17 +41,19 @@ static const char usage[] =
 typedef struct runner {
     crawl *c;
     const crawl_config *cfg;
+    bool tty;                  /* stderr is a terminal: a status line is redrawn */
+    FILE *info, *note, *warn;  /* log streams (common/log) */
     pthread_t sig_thread, progress_thread;
     volatile int quit;
     pthread_mutex_t lock;
     pthread_cond_t cond;
 } runner;
 
-static int add_seed_file(crawl *c, const char *path)
+static int add_seed_file(crawl *c, const char *path, FILE *log)
 {
     FILE *f = fopen(path, "r");
     if (f == NULL) {
-        fprintf(stderr, "crawld run: cannot read seeds file %s: %s\n", path, strerror(errno));
+        fprintf(log, "crawld run: cannot read seeds file %s: %s\n", path, strerror(errno));
         return -1;
     }
     char *line = NULL;
@@ -64,7 +69,7 @@ static int add_seed_file(crawl *c, const char *path)
         char why[128];
         int rc = crawl_add_seed(c, line, (size_t)n, why, sizeof why);
         if (rc == -EINVAL)
-            fprintf(stderr, "crawld run: %s:%ld: seed rejected: %s\n", path, lineno, why);
+            fprintf(log, "crawld run: %s:%ld: seed rejected: %s\n", path, lineno, why);
         else if (rc > 0)
             added++;
     }
@@ -90,10 +95,11 @@ static void *signal_main(void *arg)
             return NULL; /* the run is over */
         if (sig == SIGHUP) {
             if (r->cfg->crawl.seeds_file[0])
-                add_seed_file(r->c, r->cfg->crawl.seeds_file);
+                add_seed_file(r->c, r->cfg->crawl.seeds_file, r->warn);
             continue;
         }
-        fprintf(stderr, "\ncrawld: %s: %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+        fprintf(r->note, "%scrawld: %s: %s\n", r->tty ? "\n" : "",
+                sig == SIGINT ? "SIGINT" : "SIGTERM",
                 "stopping (a second signal aborts in-flight fetches)");
         crawl_stop_by(r->c, sig == SIGINT ? "signal (SIGINT)" : "signal (SIGTERM)");
     }
@@ -125,7 +131,7 @@ static void print_status(crawl *c, FILE *f, bool tty)
 static void *progress_main(void *arg)
 {
     runner *r = arg;
-    bool tty = isatty(2);
+    bool tty = r->tty;
     int period_ms = tty ? 1000 : 10000;
     pthread_mutex_lock(&r->lock);
     while (!r->quit) {
@@ -134,12 +140,35 @@ static void *progress_main(void *arg)
         ts.tv_sec += period_ms / 1000;
         pthread_cond_timedwait(&r->cond, &r->lock, &ts);
         if (!r->quit)
-            print_status(r->c, stderr, tty);
+            print_status(r->c, tty ? stderr : r->info, tty);
     }
     pthread_mutex_unlock(&r->lock);
     if (tty)
         fputs("\n", stderr);
     return NULL;
+}
+
+/* Raises the soft file-descriptor limit to the hard one (a crawl with many
+ * hosts holds a connection to each) and says when the limit, not
+ * fetch.connections, sets how many transfers run at once. */
+static void raise_nofile(const crawl_config *cfg, FILE *warn)
+{
+    struct rlimit rl;
+    long soft = -1;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            struct rlimit want = { rl.rlim_max, rl.rlim_max };
+            if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+                rl.rlim_cur = rl.rlim_max;
+        }
+        soft = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 30
+                   ? 1L << 30 : (long)rl.rlim_cur;
+    }
+    bool capped = false;
+    unsigned n = wire_fetch_connections(cfg, soft, &capped);
+    if (capped)
+        fprintf(warn, "crawld: fetch.connections capped at %u transfers by the file-descriptor "
+                        "limit (%ld; raise it with ulimit -n or LimitNOFILE=)\n", n, soft);
 }
 
 int cmd_run(int argc, char **argv)
@@ -174,13 +203,22 @@ int cmd_run(int argc, char **argv)
 
     int rc = 1;
     char err[512];
-    runner r = { .cfg = &cfg };
+    runner r = { .cfg = &cfg, .tty = cr_log_mode_of(2) == CR_LOG_TTY };
+    FILE *errs = cr_log_open(CR_LOG_ERR);
+    r.info = cr_log_open(CR_LOG_INFO);
+    r.note = cr_log_open(CR_LOG_NOTICE);
+    r.warn = cr_log_open(CR_LOG_WARNING);
+    errs = errs ? errs : stderr;
+    r.info = r.info ? r.info : stderr;
+    r.note = r.note ? r.note : stderr;
+    r.warn = r.warn ? r.warn : stderr;
+    raise_nofile(&cfg, r.warn);
     pthread_mutex_init(&r.lock, NULL);
     pthread_cond_init(&r.cond, NULL);
     control *ctl = NULL;
-    r.c = crawl_open(&cfg, stderr, err, sizeof err);
+    r.c = crawl_open(&cfg, r.note, err, sizeof err);
     if (r.c == NULL) {
-        fprintf(stderr, "crawld run: %s\n", err);
+        fprintf(errs, "crawld run: %s\n", err);
         goto out;
     }
     long seeds = 0;
@@ -189,15 +227,15 @@ int cmd_run(int argc, char **argv)
         const char *s = cfg.crawl.seeds.v[i];
         int a = crawl_add_seed(r.c, s, strlen(s), why, sizeof why);
         if (a == -EINVAL)
-            fprintf(stderr, "crawld run: seed %s rejected: %s\n", s, why);
+            fprintf(r.warn, "crawld run: seed %s rejected: %s\n", s, why);
         seeds += a > 0;
     }
     if (cfg.crawl.seeds_file[0]) {
-        int a = add_seed_file(r.c, cfg.crawl.seeds_file);
+        int a = add_seed_file(r.c, cfg.crawl.seeds_file, r.warn);
         seeds += a > 0 ? a : 0;
     }
     if (seeds_path) {
-        int a = add_seed_file(r.c, seeds_path);
+        int a = add_seed_file(r.c, seeds_path, r.warn);
         if (a < 0)
             goto out;
         seeds += a;
@@ -205,11 +243,11 @@ int cmd_run(int argc, char **argv)
     if (cfg.control.listen[0]) {
         ctl = control_start(r.c, &cfg, err, sizeof err);
         if (ctl == NULL) {
-            fprintf(stderr, "crawld run: control API: %s\n", err);
+            fprintf(errs, "crawld run: control API: %s\n", err);
             goto out;
         }
     }
-    fprintf(stderr, "crawld: crawling with %ld new seeds, state in %s%s%s\n", seeds,
+    fprintf(r.info, "crawld: crawling with %ld new seeds, state in %s%s%s\n", seeds,
             cfg.storage.state_dir, ctl ? ", control API on " : "",
             ctl ? control_address(ctl) : "");
     pthread_create(&r.sig_thread, NULL, signal_main, &r);
@@ -223,7 +261,7 @@ int cmd_run(int argc, char **argv)
     control_stop(ctl);
     ctl = NULL;
     int finish_rc = crawl_finish(r.c);
-    crawl_summary(r.c, stderr);
+    crawl_summary(r.c, r.info);
     int close_rc = crawl_close(r.c);
     if (finish_rc < 0)
         close_rc = finish_rc;
@@ -252,6 +290,10 @@ out:
     pthread_cond_destroy(&r.cond);
     pthread_mutex_destroy(&r.lock);
     config_release(&cfg);
+    cr_log_close(errs);
+    cr_log_close(r.info);
+    cr_log_close(r.note);
+    cr_log_close(r.warn);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }

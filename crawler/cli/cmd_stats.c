@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "crawler/sampler.h"
 #include "crawler/report/report.h"
 #include "crawler/report/summary.h"
 #include "storage/db.h"
@@ -46,6 +47,15 @@ static void add_figures(json_t *st, json_t *fig, const char *dir, bool with_rows
                            "last_t_ms",
                            n ? json_incref(json_object_get(json_array_get(samples, n - 1), "t_ms"))
                              : NULL);
+    json_t *tiers = json_array();
+    for (int i = 0; i < SAMPLER_TIERS && tiers != NULL; i++)
+        json_array_append_new(tiers, json_pack("{s:I, s:I}", "older_than_ms",
+                                               (json_int_t)sampler_tiers[i].age_ms, "one_per_ms",
+                                               (json_int_t)sampler_tiers[i].every_ms));
+    if (ps != NULL && tiers != NULL)
+        json_object_set_new(ps, "thinned", tiers); /* older samples are kept sparser */
+    else
+        json_decref(tiers);
     if (ps != NULL && with_rows)
         json_object_set(ps, "rows", samples);
     json_object_set_new(st, "samples", ps);

@@ -6,12 +6,16 @@
  * decoder) and two read-only curl_slists (request headers, resolve pins).
  * opts.connections slots exist in all, split across the workers; each
  * multi may open at most as many connections as it has slots, so
- * opts.connections also bounds open connections. A slot is FREE (on its
+ * opts.connections also bounds open connections. Slots are made on demand,
+ * SLOT_CHUNK at a time, when a submit finds the free list empty, so a
+ * large opts.connections costs memory only for the transfers really run at
+ * once; a made slot lives until fetcher_free. A slot is FREE (on its
  * worker's free list), QUEUED (on the worker's inbox) or ACTIVE (in the
  * multi).
  *
  * Lock. f->lock guards: stopping, deadline, and for every worker its free
- * list, inbox and nfree (and f->nfree, their sum). slot_cond is signalled
+ * list, inbox, made slots (chunks, nmade) and nfree: free slots plus those
+ * not made yet (and f->nfree, their sum). slot_cond is signalled
  * when a slot comes free or stop begins. fetcher_submit takes a free slot of
  * the worker with the most free slots (or, from a hook, of the hook's own
  * worker while it has one), fills it, puts it on that worker's inbox and
@@ -55,6 +59,7 @@
 #include "crawler/web/decode.h"
 
 #define POLL_MAX_MS 1000
+#define SLOT_CHUNK 16             /* slots made at a time */
 #define REASON_URL_MAX 200
 
 enum slot_state { SLOT_FREE, SLOT_QUEUED, SLOT_ACTIVE };
@@ -97,10 +102,11 @@ struct worker {
     CURLM *multi;
     struct curl_slist *req_headers;
     struct curl_slist *resolve;
-    struct xfer *slots;
-    unsigned nslots;
+    unsigned nslots;           /* slots this worker may make */
     unsigned active;           /* worker thread only */
     /* under f->lock: */
+    struct xfer **chunks;      /* ceil(nslots / SLOT_CHUNK); made ones non-NULL */
+    unsigned nmade;            /* slots made so far, chunk by chunk */
     struct xfer *free_list;
     struct xfer *inbox_head, *inbox_tail;
     unsigned nfree;
@@ -808,10 +814,18 @@ static unsigned drain_messages(struct worker *w)
     return n;
 }
 
+static struct xfer *slot_at(struct worker *w, unsigned i)
+{
+    return &w->chunks[i / SLOT_CHUNK][i % SLOT_CHUNK];
+}
+
 static void abort_all(struct worker *w, long waited_ms)
 {
-    for (unsigned i = 0; i < w->nslots; i++) {
-        struct xfer *x = &w->slots[i];
+    pthread_mutex_lock(&w->f->lock);
+    unsigned made = w->nmade; /* stopping is set: no slot is made any more */
+    pthread_mutex_unlock(&w->f->lock);
+    for (unsigned i = 0; i < made; i++) {
+        struct xfer *x = slot_at(w, i);
         if (x->state != SLOT_ACTIVE)
             continue;
         x->err = FETCH_OK; /* the abort is the verdict that counts */
@@ -906,18 +920,17 @@ static int check_opts(const fetch_opts *o)
     return 0;
 }
 
-static int worker_init(fetcher *f, struct worker *w, unsigned index, unsigned nslots,
-                       const char *const *resolve, size_t nresolve)
+/* Makes the next chunk of w's slots and puts them on its free list (under
+ * f->lock, with the free list empty and nmade < nslots). 0 or -ENOMEM. */
+static int make_slots(struct worker *w)
 {
-    const fetch_opts *o = &f->opts;
-    w->f = f;
-    w->index = index;
-    w->slots = cr_calloc(nslots, sizeof *w->slots);
-    if (w->slots == NULL)
+    const fetch_opts *o = &w->f->opts;
+    unsigned n = w->nslots - w->nmade < SLOT_CHUNK ? w->nslots - w->nmade : SLOT_CHUNK;
+    struct xfer *chunk = cr_calloc(SLOT_CHUNK, sizeof *chunk);
+    if (chunk == NULL)
         return -ENOMEM;
-    w->nslots = nslots;
-    for (unsigned i = nslots; i-- > 0;) {
-        struct xfer *x = &w->slots[i];
+    for (unsigned i = n; i-- > 0;) {
+        struct xfer *x = &chunk[i];
         x->w = w;
         cr_buf_init(&x->head, (size_t)o->max_header_bytes);
         cr_buf_init(&x->fields, (size_t)o->max_header_bytes + 64);
@@ -925,6 +938,20 @@ static int worker_init(fetcher *f, struct worker *w, unsigned index, unsigned ns
         x->next = w->free_list;
         w->free_list = x;
     }
+    w->chunks[w->nmade / SLOT_CHUNK] = chunk;
+    w->nmade += n;
+    return 0;
+}
+
+static int worker_init(fetcher *f, struct worker *w, unsigned index, unsigned nslots,
+                       const char *const *resolve, size_t nresolve)
+{
+    w->f = f;
+    w->index = index;
+    w->chunks = cr_calloc((nslots + SLOT_CHUNK - 1) / SLOT_CHUNK, sizeof *w->chunks);
+    if (w->chunks == NULL)
+        return -ENOMEM;
+    w->nslots = nslots;
     w->nfree = nslots;
     w->multi = curl_multi_init();
     if (w->multi == NULL)
@@ -953,8 +980,8 @@ static int worker_init(fetcher *f, struct worker *w, unsigned index, unsigned ns
 
 static void worker_release(struct worker *w)
 {
-    for (unsigned i = 0; w->slots && i < w->nslots; i++) {
-        struct xfer *x = &w->slots[i];
+    for (unsigned i = 0; w->chunks && i < w->nmade; i++) {
+        struct xfer *x = slot_at(w, i);
         if (x->easy)
             curl_easy_cleanup(x->easy);
         decoder_free(x->dec);
@@ -967,7 +994,9 @@ static void worker_release(struct worker *w)
         curl_multi_cleanup(w->multi);
     curl_slist_free_all(w->req_headers);
     curl_slist_free_all(w->resolve);
-    cr_free(w->slots);
+    for (unsigned i = 0; w->chunks && i < (w->nmade + SLOT_CHUNK - 1) / SLOT_CHUNK; i++)
+        cr_free(w->chunks[i]);
+    cr_free(w->chunks);
 }
 
 static void wake_all(fetcher *f)
@@ -1109,6 +1138,10 @@ int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms)
          * that thread looks at its inbox before it polls, so no wakeup */
         bool own = tls_worker != NULL && tls_worker->f == f && tls_worker->nfree > 0;
         struct worker *w = own ? tls_worker : least_loaded(f);
+        if (w != NULL && w->free_list == NULL && make_slots(w) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
         if (w != NULL) {
             struct xfer *x = w->free_list;
             w->free_list = x->next;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,6 +36,9 @@ static const char usage[] =
 "  --crawl-delay S      Crawl-delay in b.test's robots.txt (default 1)\n"
 "  --big-bytes N        size of /big/huge.html and /big/chunked.html (default 12 MiB)\n"
 "  --bomb-mib N         decoded MiB of the gzip bomb /big/bomb.html (default 1024)\n"
+"  --latency-ms N       hold every answer back N ms after its request arrived,\n"
+"                       as a far server would (default 0); other connections\n"
+"                       are not held up\n"
 "  --no-specials        only regular pages, requisites and robots.txt\n"
 "Server:\n"
 "  --port N             port on 127.0.0.1; 0 picks a free one (default 0). The\n"
@@ -88,7 +92,7 @@ static int parse_long(const char *name, const char *v, long lo, long hi, long *o
 
 enum {
     O_SEED = 256, O_HOSTS, O_PAGES, O_DELAY, O_RETRY, O_FLAKY, O_CRAWL_DELAY, O_BIG, O_BOMB,
-    O_NO_SPECIALS, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
+    O_NO_SPECIALS, O_LATENCY, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
     O_MAX_PATH, O_MAX_REPEAT, O_MAX_QUERY, O_MAX_URL, O_NOFOLLOW, O_REQUISITES, O_ROBOTS,
     O_ANNOTATE, O_REQ_DEPTH, O_REQ_SAME_HOST, O_HELP
 };
@@ -104,6 +108,7 @@ static const struct option longopts[] = {
     { "big-bytes", required_argument, NULL, O_BIG },
     { "bomb-mib", required_argument, NULL, O_BOMB },
     { "no-specials", no_argument, NULL, O_NO_SPECIALS },
+    { "latency-ms", required_argument, NULL, O_LATENCY },
     { "port", required_argument, NULL, O_PORT },
     { "port-file", required_argument, NULL, O_PORT_FILE },
     { "log", required_argument, NULL, O_LOG },
@@ -131,6 +136,7 @@ typedef struct cli {
     int print_expected;
     const char *log_path;
     const char *port_file;
+    int latency_ms;
 } cli;
 
 static int parse_scope(const char *v, expect_scope *out)
@@ -208,6 +214,10 @@ static int parse_args(int argc, char **argv, cli *c)
             break;
         case O_NO_SPECIALS:
             c->site.specials = 0;
+            break;
+        case O_LATENCY:
+            bad = parse_long(name, optarg, 0, 600000, &v);
+            c->latency_ms = (int)v;
             break;
         case O_PORT:
             bad = parse_long(name, optarg, 0, 65535, &v);
@@ -305,7 +315,7 @@ static int listen_loopback(int port, int *bound)
     sin.sin_port = htons((uint16_t)port);
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 || listen(fd, 128) != 0 ||
+        bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 || listen(fd, 4096) != 0 ||
         getsockname(fd, (struct sockaddr *)&sin, &len) != 0) {
         int e = -errno;
         close(fd);
@@ -335,6 +345,11 @@ static int serve(cli *c)
     int sig = 0, port = 0, err = 0;
     site *s = NULL;
     server *srv = NULL;
+    struct rlimit rl; /* a connection per crawled host, hundreds of them */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     int fd = listen_loopback(c->site.port, &port);
     if (fd < 0) {
         fprintf(stderr, "testsite: cannot listen on 127.0.0.1:%d: %s\n", c->site.port, strerror(-fd));
@@ -353,7 +368,7 @@ static int serve(cli *c)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    srv = server_start(s, fd, c->log_path, &err);
+    srv = server_start(s, fd, c->log_path, c->latency_ms, &err);
     if (srv == NULL) {
         fprintf(stderr, "testsite: cannot start the server: %s\n", strerror(-err));
         site_free(s);

@@ -30,6 +30,7 @@ struct server {
     pthread_mutex_t log_lock;
     atomic_int *flaky;         /* /flaky/ requests seen, per host */
     payload_bomb *bomb;
+    int latency_ms;
     atomic_int stopping;
 };
 
@@ -475,13 +476,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     cr_buf_release(&canon);
     if (a.resp == NULL)
         return MHD_NO;
+    if (srv->latency_ms > 0) {
+        long long left = rq->ms + srv->latency_ms - now_ms();
+        if (left > 0)
+            nap(srv, (int)left);
+    }
     log_request(srv, rq, host, method, a.status, head ? 0 : a.bytes);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)a.status, a.resp);
     MHD_destroy_response(a.resp);
     return ret;
 }
 
-server *server_start(const site *s, int fd, const char *log_path, int *err)
+server *server_start(const site *s, int fd, const char *log_path, int latency_ms, int *err)
 {
     server *srv = cr_calloc(1, sizeof(*srv));
     *err = -ENOMEM;
@@ -490,6 +496,7 @@ server *server_start(const site *s, int fd, const char *log_path, int *err)
         return NULL;
     }
     srv->s = s;
+    srv->latency_ms = latency_ms > 0 ? latency_ms : 0;
     srv->log_fd = -1;
     pthread_mutex_init(&srv->log_lock, NULL);
     atomic_init(&srv->stopping, 0);
@@ -518,6 +525,7 @@ server *server_start(const site *s, int fd, const char *log_path, int *err)
                               MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)NULL,
                               MHD_OPTION_NOTIFY_COMPLETED, on_done, (void *)NULL,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_MAX_CONNECTIONS,
                               MHD_OPTION_END);
     if (srv->d == NULL) {
         *err = -EIO;

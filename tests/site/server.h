@@ -1,6 +1,7 @@
 /* tests/site/server: the test site over HTTP/1.1 on libmicrohttpd.
  *
- * One thread per connection (so slow pages only hold their own connection),
+ * One thread per connection (so slow pages and the --latency-ms wait only
+ * hold their own connection; up to SERVER_MAX_CONNECTIONS at once),
  * on a listening socket the caller bound (127.0.0.1). Every request is routed
  * by its Host header and the canonical form of its raw request target, and
  * logged, before its response is queued, as one line of the request log:
@@ -21,12 +22,17 @@
 
 #include "tests/site/site.h"
 
+#define SERVER_MAX_CONNECTIONS 4096
+
 typedef struct server server;
 
 /* Starts serving site s on the listening socket fd (the server owns it from
- * now on, also on failure). log_path may be NULL (no log). NULL with *err set
- * (negative errno) on failure. Free with server_stop(). */
-server *server_start(const site *s, int fd, const char *log_path, int *err /* OUT */);
+ * now on, also on failure). log_path may be NULL (no log). Every answer is
+ * held back latency_ms (>= 0) after its request arrived, as a far server's
+ * would be; only its own connection waits (each has its own thread). NULL
+ * with *err set (negative errno) on failure. Free with server_stop(). */
+server *server_start(const site *s, int fd, const char *log_path, int latency_ms,
+                     int *err /* OUT */);
 /* Wakes sleeping slow pages, closes every connection, joins the threads and
  * frees the server. */
 void server_stop(server *srv);
