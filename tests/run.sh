@@ -15,24 +15,52 @@ export CRAWLD_BIN CRAWLD_TESTSITE CRAWLD_FAULTS_BIN CRAWLD_ROOT CRAWLD_CONFORMAN
 passed=0
 failed=0
 bad=""
-log=$(mktemp)
+# Two lanes, one per core: the long crawl binaries in one, the rest in the
+# other; each binary's output goes to its own file and is printed, in name
+# order, once both lanes are done. CRAWLD_TEST_JOBS=1 runs them one by one.
+logs=$(mktemp -d)
+all=""
 for t in "$B"/tests/test_* "$B"/tests/replay_*; do
     case "$t" in *.o|*.d|*'*'*) continue ;; esac
-    [ -x "$t" ] || continue
-    echo "== $(basename "$t")"
-    "$t" >"$log" 2>&1
-    rc=$?
+    [ -x "$t" ] && all="$all $t"
+done
+run_one() {
+    n=$(basename "$1")
+    "$1" >"$logs/$n.log" 2>&1
+    echo $? >"$logs/$n.rc"
+}
+long=""
+short=""
+for t in $all; do
+    case "$(basename "$t")" in
+    test_crawl|test_faults) long="$long $t" ;;
+    *) short="$short $t" ;;
+    esac
+done
+if [ "${CRAWLD_TEST_JOBS:-2}" -gt 1 ]; then
+    (for t in $long; do run_one "$t"; done) &
+    lane=$!
+    for t in $short; do run_one "$t"; done
+    wait $lane
+else
+    for t in $all; do run_one "$t"; done
+fi
+for t in $all; do
+    n=$(basename "$t")
+    log="$logs/$n.log"
+    echo "== $n"
     cat "$log"
+    rc=$(cat "$logs/$n.rc" 2>/dev/null || echo 1)
     p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
     f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-0}))
-    if [ $rc -ne 0 ] || [ -z "$p$f" ]; then
-        bad="$bad $(basename "$t")"
+    if [ "$rc" -ne 0 ] || [ -z "$p$f" ]; then
+        bad="$bad $n"
         [ -z "$f" ] && failed=$((failed + 1))
     fi
 done
-rm -f "$log"
+rm -rf "$logs"
 [ -n "$bad" ] && echo "failing binaries:$bad"
 echo "tests: $passed passed, $failed failed"
 [ -z "$bad" ]
