@@ -55,6 +55,8 @@ static const option options[] = {
     INT(crawl, max_depth, 0, 100000, "50", "links followed from a seed at most (0: the seeds only)"),
     INT(crawl, max_pages, 0, 1e15, "0", "pages fetched in all at most (0: no limit)"),
     INT(crawl, max_pages_per_host, 0, 1e15, "0", "pages fetched per host at most (0: no limit)"),
+    INT(crawl, max_links_per_page, 1, 10000000, "100000",
+        "links read from one page at most; the rest are dropped and counted (links_dropped)"),
     BOOL(crawl, fetch_requisites, "true", "fetch what in-scope pages need to render (images, CSS and what it loads, fonts, scripts) outside the scope, past max_depth, as requisites_scope and requisite_depth allow"),
     ENUM(crawl, requisites_scope, "same-host|any", "\"any\"", "hosts requisites come from: the host of the page or stylesheet that needs them, or any (a CDN); each host's robots.txt and politeness still apply"),
     INT(crawl, requisite_depth, 0, 100, "3", "levels of requisites fetched past max_depth (a page's stylesheet, its @import, the images and fonts they load; 0: requisites obey max_depth)"),

@@ -38,6 +38,7 @@ typedef struct crawl_config {
         int64_t max_depth;
         int64_t max_pages;         /* 0: no limit */
         int64_t max_pages_per_host;
+        int64_t max_links_per_page;
         bool fetch_requisites;
         int requisites_scope;      /* enum requisites_scope */
         int64_t requisite_depth;

@@ -142,6 +142,10 @@ struct crawl {
     atomic_uint_fast64_t nudges;  /* bumped by every nudge (see nudge) */
     atomic_bool sleeping;         /* the scheduler is (about to be) waiting */
 
+    /* what a response was: an HTML page parsed for links, robots.txt, a
+     * redirect, a requisite (of any type); and links dropped by the parser */
+    atomic_uint_fast64_t html_pages, robots_fetched, redirect_answers, requisite_answers;
+    atomic_uint_fast64_t links_dropped[LINKS_DROP__COUNT];
     atomic_uint_fast64_t pages, fetch_errors, status_counts[600], bytes, links, links_rejected,
         links_out_of_scope, nofollow_skipped, redirects, redirects_too_long, truncated;
     atomic_uint_fast64_t links_rejected_by[URL_REJ_COUNT];
@@ -618,6 +622,13 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         t->current = j;
         links_finish(j->lp);
         t->current = NULL;
+        links_stats ls;
+        links_stats_get(j->lp, &ls);
+        for (int k = 0; k < LINKS_DROP__COUNT; k++)
+            if (ls.dropped[k])
+                atomic_fetch_add_explicit(&c->links_dropped[k], ls.dropped[k],
+                                          memory_order_relaxed);
+        bump(&c->html_pages);
         if (t->npool < POOL_PER_THREAD)
             t->pool[t->npool++] = j->lp;
         else
@@ -634,6 +645,12 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
     }
     if (answered) {
         bump(&c->pages);
+        if (j->fj.is_robots)
+            bump(&c->robots_fetched);
+        else if (j->status >= 300 && j->status < 400)
+            bump(&c->redirect_answers);
+        else if (j->fj.kind == DB_KIND_REQUISITE)
+            bump(&c->requisite_answers);
         if (j->status >= 100 && j->status < 600)
             bump(&c->status_counts[j->status]);
         atomic_fetch_add_explicit(&c->bytes, r->raw_bytes, memory_order_relaxed);
@@ -1188,6 +1205,12 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     memset(st, 0, sizeof *st);
     st->elapsed_s = (double)(mono_ms() - c->started_ms) / 1000.0;
     st->pages = atomic_load(&c->pages);
+    st->html_pages = atomic_load(&c->html_pages);
+    st->robots_fetched = atomic_load(&c->robots_fetched);
+    st->redirect_answers = atomic_load(&c->redirect_answers);
+    st->requisite_answers = atomic_load(&c->requisite_answers);
+    for (int k = 0; k < LINKS_DROP__COUNT; k++)
+        st->links_dropped[k] = atomic_load(&c->links_dropped[k]);
     st->fetch_errors = atomic_load(&c->fetch_errors);
     for (int i = 100; i < 600; i++) {
         st->status_counts[i] = atomic_load(&c->status_counts[i]);

@@ -22,6 +22,7 @@
 
 #include "config/config.h"
 #include "crawler/web/fetch.h"
+#include "crawler/web/links.h"
 #include "crawler/web/url.h"
 #include "dedup/bloom.h"
 #include "dedup/seen.h"
@@ -69,7 +70,13 @@ typedef struct crawl_fill {
  * them); a plain copy, no pointers into the crawl except `fill`. */
 typedef struct crawl_status {
     double elapsed_s;
-    uint64_t pages;            /* fetches finished with an HTTP answer */
+    uint64_t pages;            /* responses: fetches finished with an HTTP answer */
+    uint64_t html_pages;       /* HTML pages parsed for links (200, text/html) */
+    uint64_t robots_fetched;   /* responses to robots.txt */
+    uint64_t redirect_answers; /* 3xx responses */
+    uint64_t requisite_answers; /* responses to requisites (images, CSS, ...) */
+    uint64_t links_dropped[LINKS_DROP__COUNT]; /* links the parser dropped, by
+                                  reason (max_links: crawl.max_links_per_page) */
     uint64_t fetch_errors;     /* fetches with no usable answer */
     uint64_t by_class[6];      /* pages by status class: [1] 1xx .. [5] 5xx */
     uint64_t status_counts[600];

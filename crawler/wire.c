@@ -115,6 +115,7 @@ void wire_links_opts(const crawl_config *c, links_opts *out)
 {
     memset(out, 0, sizeof *out);
     out->max_bytes = (size_t)c->fetch.max_body_bytes;
+    out->max_links = (size_t)c->crawl.max_links_per_page;
     out->agent = c->crawl.robots_agent;
 }
 

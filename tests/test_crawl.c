@@ -570,6 +570,47 @@ static void archive_reads_back_with_warcio(void **state)
     cr_buf_release(&err);
 }
 
+/* What a limit drops is counted where users look: links past
+ * crawl.max_links_per_page in the summary and /v1/status (via stats), and
+ * the summary names HTML pages and responses apart. */
+static void limits_are_counted(void **state)
+{
+    (void)state;
+    const char *cfg = write_config("limits", state_dir("limits"), NULL);
+    cr_buf err, out;
+    cr_buf_init(&err, 1 << 20);
+    cr_buf_init(&out, 1 << 20);
+    int rc = proc_crawld((const char *const[]){ "run", "-c", cfg, "--set",
+                                                "crawl.max_links_per_page=3", "--set",
+                                                "crawl.max_pages=8", NULL },
+                         NULL, NULL, &err);
+    assert_int_equal(rc, 0);
+    const char *d = strstr(err.data, "links the parser dropped:");
+    if (d == NULL)
+        fail_msg("no drop line in the summary:\n%s", err.data);
+    long n = 0;
+    const char *m = strstr(d, "max_links ");
+    assert_non_null(m);
+    assert_int_equal(sscanf(m, "max_links %ld", &n), 1);
+    assert_true(n > 0);
+    assert_non_null(strstr(err.data, " HTML pages in "));
+    assert_non_null(strstr(err.data, " responses in all ("));
+    rc = proc_crawld((const char *const[]){ "stats", "--state", state_dir("limits"), "--json",
+                                            NULL },
+                     NULL, &out, NULL);
+    assert_int_equal(rc, 0);
+    json_error_t jerr;
+    json_t *j = json_loads(out.data, 0, &jerr);
+    assert_non_null(j);
+    json_t *mx = json_object_get(json_object_get(j, "links_dropped"), "max_links");
+    if (!json_is_integer(mx) || json_integer_value(mx) != n)
+        fail_msg("stats' links_dropped.max_links is not the summary's %ld:\n%s", n, out.data);
+    assert_true(json_integer_value(json_object_get(j, "html_pages")) > 0);
+    json_decref(j);
+    cr_buf_release(&err);
+    cr_buf_release(&out);
+}
+
 static void second_run_fetches_nothing_again(void **state)
 {
     (void)state;
@@ -988,6 +1029,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(full_crawl_fetches_the_exact_set_once),
         cmocka_unit_test(second_run_fetches_nothing_again),
+        cmocka_unit_test(limits_are_counted),
         cmocka_unit_test(every_scope_fetches_its_exact_set),
         cmocka_unit_test(archive_reads_back_with_warcio),
         cmocka_unit_test(css_requisites_fetch_the_exact_set),

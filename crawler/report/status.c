@@ -60,6 +60,29 @@ json_t *status_json(const crawl_status *st)
         json_object_set_new(j, "links_rejected_by", urej);
     else
         json_decref(urej);
+    /* what the responses were ("pages" stays: it is "responses", kept for
+     * readers of older figures) */
+    json_t *dropped = json_object();
+    for (int k = 0; k < LINKS_DROP__COUNT; k++)
+        json_object_set_new(dropped, links_drop_name(k), json_integer((json_int_t)st->links_dropped[k]));
+    if (j) {
+        json_object_set_new(j, "responses", json_integer((json_int_t)st->pages));
+        json_object_set_new(j, "html_pages", json_integer((json_int_t)st->html_pages));
+        json_object_set_new(
+            j, "responses_by_kind",
+            json_pack("{s:I, s:I, s:I, s:I, s:I}", "html_pages", (json_int_t)st->html_pages,
+                      "robots_txt", (json_int_t)st->robots_fetched, "redirects",
+                      (json_int_t)st->redirect_answers, "requisites",
+                      (json_int_t)st->requisite_answers, "other",
+                      (json_int_t)(st->pages > st->html_pages + st->robots_fetched +
+                                                 st->redirect_answers + st->requisite_answers
+                                       ? st->pages - st->html_pages - st->robots_fetched -
+                                             st->redirect_answers - st->requisite_answers
+                                       : 0)));
+        json_object_set_new(j, "links_dropped", dropped);
+    } else {
+        json_decref(dropped);
+    }
     const db_stats *ds = &st->db;
     if (j)
         json_object_set_new(
@@ -147,6 +170,28 @@ void status_metrics(FILE *f, const crawl_status *st)
                "crawld_storage_stall_seconds_total %.3f\n",
             st->db.stalled != 0, st->db.failed != 0, (long long)(st->db.stalled ? st->db.held : 0),
             (long long)st->db.stalls, (double)st->db.stall_ms / 1000.0);
+    fprintf(f, "# HELP crawld_html_pages_total HTML pages fetched and parsed for links.\n"
+               "# TYPE crawld_html_pages_total counter\ncrawld_html_pages_total %llu\n"
+               "# HELP crawld_responses_total Responses by what was asked for.\n"
+               "# TYPE crawld_responses_total counter\n"
+               "crawld_responses_total{kind=\"robots_txt\"} %llu\n"
+               "crawld_responses_total{kind=\"redirect\"} %llu\n"
+               "crawld_responses_total{kind=\"requisite\"} %llu\n"
+               "crawld_responses_total{kind=\"page_or_other\"} %llu\n",
+            (unsigned long long)st->html_pages, (unsigned long long)st->robots_fetched,
+            (unsigned long long)st->redirect_answers, (unsigned long long)st->requisite_answers,
+            (unsigned long long)(st->pages - st->robots_fetched - st->redirect_answers -
+                                 st->requisite_answers));
+    fprintf(f, "# HELP crawld_links_dropped_total Links the parser dropped, by reason"
+               " (max_links: crawl.max_links_per_page).\n"
+               "# TYPE crawld_links_dropped_total counter\n");
+    for (int k = 0; k < LINKS_DROP__COUNT; k++)
+        fprintf(f, "crawld_links_dropped_total{reason=\"%s\"} %llu\n", links_drop_name(k),
+                (unsigned long long)st->links_dropped[k]);
+    fprintf(f, "# HELP crawld_truncated_total Bodies cut at fetch.max_body_bytes (archived with"
+               " WARC-Truncated: length).\n# TYPE crawld_truncated_total counter\n"
+               "crawld_truncated_total %llu\n",
+            (unsigned long long)st->truncated);
     fprintf(f, "# HELP crawld_requisites_total Requisites found (images, CSS, fonts, scripts), "
                "and those new to the crawl.\n# TYPE crawld_requisites_total counter\n"
                "crawld_requisites_total{result=\"found\"} %llu\n"

@@ -35,7 +35,7 @@ json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
 {
     return json_pack("{s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
                      " s:{s:f, s:f, s:f},"
-                     " s:{s:i, s:i, s:I, s:I, s:f, s:f, s:I}}",
+                     " s:{s:i, s:i, s:i, s:f, s:I, s:I, s:I, s:f, s:f, s:I}}",
                      "urls", (json_int_t)c->keys,
                      "new", "bloom_no", (json_int_t)c->new_bloom,
                      "false_positive_caught", (json_int_t)c->new_verified,
@@ -50,6 +50,9 @@ json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
                      "fpr", "observed", seen_observed_fpr(c), "bound", b->fpr_bound,
                      "predicted", b->fpr_model,
                      "bloom", "shards", (int)b->shards, "stages", (int)b->stages_total,
+                     "stages_longest_chain", (int)b->stages_max,
+                     "bits_per_capacity", b->capacity ? (double)b->bits / (double)b->capacity : 0.0,
+                     "capacity", (json_int_t)b->capacity,
                      "count", (json_int_t)b->count, "bits", (json_int_t)b->bits,
                      "fill", b->fill, "bits_per_item", b->bits_per_item,
                      "memory_bytes", (json_int_t)b->memory_bytes);
@@ -81,18 +84,39 @@ void summary_dedup_print(FILE *f, const json_t *d)
                "bound %.4f%%, predicted from fill %.4f%%\n",
             100.0 * getf(d, "fpr.observed"), geti(d, "new.false_positive_caught"),
             geti(d, "checked_new"), 100.0 * getf(d, "fpr.bound"), 100.0 * getf(d, "fpr.predicted"));
-    fprintf(f, "  Bloom filter: %lld shards, %lld stages, fill %.3f, %.2f bits/URL, %.1f MiB\n",
-            geti(d, "bloom.shards"), geti(d, "bloom.stages"), getf(d, "bloom.fill"),
-            getf(d, "bloom.bits_per_item"), (double)geti(d, "bloom.memory_bytes") / 1048576.0);
+    fprintf(f, "  Bloom filter: %lld shards, the longest chain %lld stage%s (%lld stages in all),"
+               " fill %.3f, %.2f bits per URL of capacity (%lld), %.2f per URL held (%lld),"
+               " %.1f MiB\n",
+            geti(d, "bloom.shards"), geti(d, "bloom.stages_longest_chain"),
+            geti(d, "bloom.stages_longest_chain") == 1 ? "" : "s", geti(d, "bloom.stages"),
+            getf(d, "bloom.fill"), getf(d, "bloom.bits_per_capacity"), geti(d, "bloom.capacity"),
+            getf(d, "bloom.bits_per_item"), geti(d, "bloom.count"),
+            (double)geti(d, "bloom.memory_bytes") / 1048576.0);
 }
 
 void summary_crawl_print(FILE *f, const json_t *st)
 {
     double secs = getf(st, "elapsed_s");
-    long long pages = geti(st, "pages");
-    fprintf(f, "crawl: %lld pages in %.1f s (%.1f pages/s), %lld fetch errors, %.1f MiB%s\n",
-            pages, secs, secs > 0 ? (double)pages / secs : 0.0, geti(st, "fetch_errors"),
-            (double)geti(st, "bytes") / 1048576.0, "");
+    long long pages = geti(st, "pages"), html = geti(st, "html_pages");
+    fprintf(f, "crawl: %lld HTML pages in %.1f s (%.1f pages/s); %lld responses in all (%.1f/s:"
+               " %lld robots.txt, %lld redirects, %lld requisites), %lld fetch errors, %.1f MiB\n",
+            html, secs, secs > 0 ? (double)html / secs : 0.0, pages,
+            secs > 0 ? (double)pages / secs : 0.0, geti(st, "responses_by_kind.robots_txt"),
+            geti(st, "responses_by_kind.redirects"), geti(st, "responses_by_kind.requisites"),
+            geti(st, "fetch_errors"), (double)geti(st, "bytes") / 1048576.0);
+    long long dropped = 0;
+    const json_t *dj = json_object_get(st, "links_dropped");
+    const char *dk;
+    const json_t *dv;
+    json_object_foreach((json_t *)dj, dk, dv) dropped += (long long)json_integer_value(dv);
+    if (dropped > 0 || geti(st, "truncated") > 0) {
+        fprintf(f, "  dropped by limits: %lld bodies cut at fetch.max_body_bytes (archived with"
+                   " WARC-Truncated: length); links the parser dropped:",
+                geti(st, "truncated"));
+        json_object_foreach((json_t *)dj, dk, dv) if (json_integer_value(dv) > 0)
+            fprintf(f, " %s %lld", dk, (long long)json_integer_value(dv));
+        fprintf(f, "%s (max_links: crawl.max_links_per_page)\n", dropped ? "" : " none");
+    }
     const char *end = json_string_value(json_object_get(st, "end"));
     if (end != NULL && end[0] != '\0')
         fprintf(f, "  end: %s\n", end);
