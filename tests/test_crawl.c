@@ -740,6 +740,7 @@ static void kill_three_times(const char *name, const char *commit_ms)
     snprintf(errfile, sizeof errfile, "%s/%s.err", workdir, name);
     size_t from = log_lines();
     srand((unsigned)time(NULL));
+    int killed = 0; /* a run may end by itself before its kill */
     for (int k = 0; k < 3; k++) {
         size_t now = log_lines();
         pid_t pid = spawn_crawl(cfg, errfile);
@@ -747,6 +748,7 @@ static void kill_three_times(const char *name, const char *commit_ms)
         kill(pid, SIGKILL);
         int status;
         waitpid(pid, &status, 0);
+        killed += WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
     }
     cr_buf err;
     cr_buf_init(&err, 0);
@@ -762,8 +764,9 @@ static void kill_three_times(const char *name, const char *commit_ms)
     long reported = in_flight_reported_n(text, &l1) + in_flight_reported_n(err.data, &l2);
     print_message("%s: %zu URLs fetched twice, %ld reported in flight at the kills\n", name, dups,
                   reported);
-    if (l1 + l2 < 3)
-        fail_msg("%d of the 3 runs after a kill said how many URLs they fetch again", l1 + l2);
+    if (l1 + l2 < killed)
+        fail_msg("%d of the %d runs after a kill said how many URLs they fetch again", l1 + l2,
+                 killed);
     if ((long)dups > reported)
         fail_msg("%zu URLs fetched twice, %ld reported in flight at the crashes", dups, reported);
     cr_buf_release(&err);

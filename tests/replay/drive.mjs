@@ -208,6 +208,12 @@ const CHECK = `(async () => {
   });
   const photo = d.getElementById('photo');
   const tileUrl = urlOf(d.querySelector('.tile'));
+  // A font is fetched when text first needs it, which may come after the
+  // load event: ask for it (and wait, 5 s at most) before reading its entry.
+  try {
+    await Promise.race([d.fonts.load('16px "Crawld Replay"'),
+      new Promise((res) => w.setTimeout(res, 5000))]);
+  } catch (e) { }
   let font = 'none';
   for (const f of d.fonts) if (f.family.replace(/"/g, '') === 'Crawld Replay') font = f.status;
   const fontEntry = w.performance.getEntriesByType('resource').find((e) => e.name.includes('font.woff2'));
