@@ -17,6 +17,7 @@
  * (what `crawld dedup` stores: no frontier index entries).
  * Prints one line: mode, n, batch, threads, seconds, ops/s, commits, and
  * the size of crawld.db. DIR is created if missing and left in place. */
+#include "common/clock.h"
 #include "storage/db.h"
 
 #include <errno.h>
@@ -29,13 +30,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static double now_s(void) { return (double)cr_mono_ns() / 1e9; }
 
 /* A URL-like key for i: 1000 hosts, pseudo-random path (so B-tree inserts
  * land all over the index, as real links do). Returns its length. */

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "crawler/web/url.h"
 
 #include "url_v1.inc"
@@ -41,12 +42,7 @@ static unsigned rnd(unsigned n)
     return (unsigned)(rng % n);
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static double now(void) { return (double)cr_mono_ns() / 1e9; }
 
 static const char *const words[] = { "news", "about", "blog", "2024", "products", "item",
                                      "category", "help", "docs", "index", "search", "img",

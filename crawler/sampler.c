@@ -16,6 +16,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "common/clock.h"
 
 #define CONFIG_TEXT_MAX (60 * 1024) /* under the db's value cap */
 #define MINUTE_MS 60000LL
@@ -44,13 +45,6 @@ struct sampler {
     size_t nrows;
     int oom;
 };
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static json_int_t geti(const json_t *o, const char *a, const char *b)
 {

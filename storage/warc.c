@@ -39,6 +39,7 @@
 #include <zlib.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/err.h"
 #include "storage/cdxj.h"
 #include "storage/warc_int.h"
@@ -128,13 +129,6 @@ static void uuid_text(const uint8_t id[16], char out[UUID_TEXT])
     }
     *o++ = '>';
     *o = '\0';
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int warc_date(int64_t ms, char *buf)
@@ -819,7 +813,7 @@ static int info_block(const warc_writer *w, cr_buf *b)
 static int file_start(warc_writer *w)
 {
     char date[25], ts[15], path[PATH_MAX], ipath[PATH_MAX];
-    int64_t ms = now_ms();
+    int64_t ms = cr_wall_ms();
     int rc = warc_date(ms, date);
     if (rc < 0)
         return rc;
@@ -1184,7 +1178,7 @@ static int prepare(prep *p, const warc_fetch *f)
         if (n >= 64 || strspn(f->ip, "0123456789abcdefABCDEF:.%") != n)
             return -EINVAL;
     }
-    p->date_ms = f->date_ms > 0 ? f->date_ms : now_ms();
+    p->date_ms = f->date_ms > 0 ? f->date_ms : cr_wall_ms();
     if (warc_date(p->date_ms, p->date) < 0)
         return -EINVAL;
     bool changed;

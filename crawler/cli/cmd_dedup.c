@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "common/clock.h"
 #include "crawler/report/summary.h"
 #include "crawler/web/url.h"
 #include "crawler/verifier.h"
@@ -53,13 +54,6 @@ static const char usage[] =
 static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig) { stop_signal = sig; }
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void remove_tree(const char *dir)
 {
@@ -237,7 +231,7 @@ static int dedup_stream(run *r)
     ssize_t n;
     uint64_t lineno = 0, rejected = 0;
     int rc = 0;
-    double next_snap = now_s() + (double)r->cfg.dedup.snapshot_interval_s;
+    double next_snap = (double)cr_mono_ms() / 1e3 + (double)r->cfg.dedup.snapshot_interval_s;
     while (!stop_signal && (n = getline(&line, &cap, stdin)) >= 0) {
         lineno++;
         size_t len = (size_t)n;
@@ -288,9 +282,9 @@ static int dedup_stream(run *r)
             }
         }
         if (r->state_dir && r->cfg.dedup.snapshot_interval_s > 0 && (lineno & 0xFFFF) == 0 &&
-            now_s() >= next_snap) {
+            (double)cr_mono_ms() / 1e3 >= next_snap) {
             snapshot(r->s, r->d, r->snap_path);
-            next_snap = now_s() + (double)r->cfg.dedup.snapshot_interval_s;
+            next_snap = (double)cr_mono_ms() / 1e3 + (double)r->cfg.dedup.snapshot_interval_s;
         }
     }
     free(line);

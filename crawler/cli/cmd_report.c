@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "crawler/report/report.h"
 #include "storage/db.h"
 
@@ -30,13 +31,6 @@ static const char usage[] =
     "  --state DIR   the crawl's state folder\n"
     "  -o FILE       where to write the page (default: report.html here; an\n"
     "                existing file is replaced; '-' writes to stdout)\n";
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int cmd_report(int argc, char **argv)
 {
@@ -101,7 +95,7 @@ int cmd_report(int argc, char **argv)
     }
     rc = 1;
     shown = realpath(dir, NULL);
-    report_meta m = { shown ? shown : dir, wall_ms() };
+    report_meta m = { shown ? shown : dir, cr_wall_ms() };
     if (strcmp(outp, "-") == 0) {
         r = report_write(stdout, data, &m);
         if (r == 0 && fflush(stdout) != 0)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "crawler/control.h"
 #include "crawler/crawl.h"
@@ -136,8 +137,7 @@ static void *progress_main(void *arg)
     pthread_mutex_lock(&r->lock);
     while (!r->quit) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += period_ms / 1000;
+        cr_deadline(period_ms, &ts);
         pthread_cond_timedwait(&r->cond, &r->lock, &ts);
         if (!r->quit)
             print_status(r->c, tty ? stderr : r->info, tty);

@@ -55,6 +55,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/buf.h"
 #include "crawler/web/decode.h"
 
@@ -159,13 +160,6 @@ const char *fetch_error_name(fetch_error e)
     if ((unsigned)e >= FETCH_ERR_COUNT)
         return "?";
     return error_names[e];
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void count(atomic_uint_fast64_t *c, uint64_t n)
@@ -685,7 +679,7 @@ static void xfer_finish(struct worker *w, struct xfer *x, CURLcode cc)
         .raw_bytes = x->raw,
         .decoded_bytes = x->decoded,
         .header_bytes = x->head_total,
-        .total_ms = (long)((now_ns() - x->t0_ns) / 1000000),
+        .total_ms = (long)((cr_mono_ns() - x->t0_ns) / 1000000),
         .start_unix_ms = x->start_unix_ms,
         .new_connections = (int)nconn,
         .reason = reason,
@@ -706,10 +700,8 @@ static void xfer_start(struct worker *w, struct xfer *x)
     const fetch_opts *o = &f->opts;
     CURLcode c = CURLE_OK;
 
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-    x->start_unix_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
-    x->t0_ns = now_ns();
+    x->start_unix_ms = cr_wall_ms();
+    x->t0_ns = cr_mono_ns();
     x->head_total = 0;
     x->head_done = false;
     x->connected = false;
@@ -869,7 +861,7 @@ static void *worker_main(void *arg)
 
         long wait_ms = POLL_MAX_MS;
         if (stopping) {
-            int64_t now = now_ns();
+            int64_t now = cr_mono_ns();
             if (stop_began == 0)
                 stop_began = now;
             if (w->active == 0)
@@ -1116,15 +1108,8 @@ int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms)
         timeout_ms = 0; /* a fetcher thread must never wait for itself */
 
     struct timespec until = {0, 0};
-    if (timeout_ms > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    if (timeout_ms > 0)
+        cr_deadline_mono(timeout_ms, &until);
 
     int rc;
     bool timed_out = false;
@@ -1205,7 +1190,7 @@ int fetcher_stop(fetcher *f, long grace_ms)
     else if (grace_ms > (INT64_MAX / 1000000 - 1) / 2)
         f->deadline_ns = INT64_MAX;
     else
-        f->deadline_ns = now_ns() + (int64_t)grace_ms * 1000000;
+        f->deadline_ns = cr_mono_ns() + (int64_t)grace_ms * 1000000;
     wake_all(f);
     pthread_cond_broadcast(&f->slot_cond);
     pthread_mutex_unlock(&f->lock);
@@ -1223,7 +1208,7 @@ void fetcher_abort(fetcher *f)
 {
     pthread_mutex_lock(&f->lock);
     if (f->stopping) {
-        f->deadline_ns = now_ns();
+        f->deadline_ns = cr_mono_ns();
         wake_all(f);
     }
     pthread_mutex_unlock(&f->lock);
