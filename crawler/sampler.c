@@ -324,7 +324,7 @@ char *sampler_sample_text(const json_t *sample)
 
 int sampler_record(sampler *s, const json_t *status, const bloom *bf, frontier *fr)
 {
-    return sampler_record_at(s, status, bf, fr, wall_ms());
+    return sampler_record_at(s, status, bf, fr, cr_wall_ms());
 }
 
 int sampler_record_at(sampler *s, const json_t *status, const bloom *bf, frontier *fr,
