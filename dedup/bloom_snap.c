@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/atomic_file.h"
 #include "common/err.h"
 #include "dedup/bloom_int.h"
 
@@ -76,7 +77,7 @@ static double bitsd(uint64_t v)
 }
 
 struct writer {
-    int fd;
+    cr_afile *af;
     hash_stream *hs;
     uint8_t *buf;
     size_t len;
@@ -85,15 +86,10 @@ struct writer {
 
 static void wr_flush(struct writer *w)
 {
-    size_t off = 0;
-    while (w->err == 0 && off < w->len) {
-        ssize_t r = write(w->fd, w->buf + off, w->len - off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            w->err = r < 0 ? errno : EIO;
-        else
-            off += (size_t)r;
+    if (w->err == 0 && w->len > 0) {
+        int rc = cr_afile_write(w->af, w->buf, w->len);
+        if (rc < 0)
+            w->err = -rc;
     }
     w->len = 0;
 }
@@ -137,29 +133,10 @@ static void encode_header(uint8_t *h, const bloom *bf, uint64_t total, uint64_t 
         memcpy(h + 96, owner, BLOOM_OWNER_BYTES);
 }
 
-/* The directory part of path ("." if none) into dir. */
-static int dir_of(const char *path, char *dir, size_t dirlen)
+static int write_snapshot(bloom *bf, cr_afile *af, uint64_t hwm, const uint8_t *owner,
+                          char *err, size_t errlen)
 {
-    const char *slash = strrchr(path, '/');
-    size_t n = slash == NULL ? 0 : (size_t)(slash - path);
-    if (slash == path)
-        n = 1; /* "/file" */
-    if (n == 0) {
-        dir[0] = '.';
-        dir[1] = '\0';
-        return 0;
-    }
-    if (n >= dirlen)
-        return -ENAMETOOLONG;
-    memcpy(dir, path, n);
-    dir[n] = '\0';
-    return 0;
-}
-
-static int write_snapshot(bloom *bf, int fd, uint64_t hwm, const uint8_t *owner, char *err,
-                          size_t errlen)
-{
-    struct writer w = { fd, NULL, NULL, 0, 0 };
+    struct writer w = { af, NULL, NULL, 0, 0 };
     int rc = 0;
     w.hs = hash_stream_new();
     w.buf = cr_malloc(IOBUF);
@@ -200,8 +177,6 @@ static int write_snapshot(bloom *bf, int fd, uint64_t hwm, const uint8_t *owner,
     put64(w.buf, hash_stream_digest(w.hs)); /* the trailer is not checksummed */
     w.len = SNAP_TRAILER;
     wr_flush(&w);
-    if (w.err == 0 && fsync(fd) != 0)
-        w.err = errno;
     if (w.err != 0) {
         cr_errf(err, errlen, "cannot write snapshot: %s", strerror(w.err));
         rc = -w.err;
@@ -212,47 +187,31 @@ out:
     return rc;
 }
 
+/* Written through common/atomic_file: the old snapshot stays whole until
+ * the new one is fsynced and renamed over it. */
 int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, const uint8_t *owner,
                char *err, size_t errlen)
 {
-    char tmp[4096], dir[4096];
-    int rc = 0, locked = 0, dfd = -1;
-    int n = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-    if (n < 0 || (size_t)n >= sizeof tmp || dir_of(path, dir, sizeof dir) != 0) {
-        cr_errf(err, errlen, "snapshot path too long");
-        return -ENAMETOOLONG;
-    }
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = -errno;
-        cr_errf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+    cr_afile af;
+    int locked = 0;
+    int rc = cr_afile_open(&af, path, 0600);
+    if (rc < 0) {
+        cr_errf(err, errlen, "cannot create a temp file beside %s: %s", path, strerror(-rc));
         return rc;
     }
     for (; locked < (int)bf->params.shards; locked++) /* no stage is appended meanwhile */
         pthread_mutex_lock(&bf->shards[locked].lock);
-    rc = write_snapshot(bf, fd, high_water_mark, owner, err, errlen);
+    rc = write_snapshot(bf, &af, high_water_mark, owner, err, errlen);
     while (locked-- > 0)
         pthread_mutex_unlock(&bf->shards[locked].lock);
-    if (close(fd) != 0 && rc == 0) {
-        rc = -errno;
-        cr_errf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+    if (rc < 0) {
+        cr_afile_abort(&af);
+        return rc;
     }
-    if (rc == 0 && rename(tmp, path) != 0) {
-        rc = -errno;
-        cr_errf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    }
-    if (rc != 0) {
-        unlink(tmp);
-        goto out;
-    }
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* make the rename durable */
-    if (dfd < 0 || fsync(dfd) != 0) {
-        rc = -errno;
-        cr_errf(err, errlen, "cannot sync folder %s: %s", dir, strerror(errno));
-    }
-out:
-    if (dfd >= 0)
-        close(dfd);
+    rc = cr_afile_commit(&af);
+    if (rc < 0)
+        cr_errf(err, errlen, "cannot save snapshot %s (%s): %s", path,
+                cr_afile_step_name(af.failed), strerror(-rc));
     return rc;
 }
 

@@ -39,6 +39,7 @@
 #include <zlib.h>
 
 #include "common/alloc.h"
+#include "common/atomic_file.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "storage/cdxj.h"
@@ -644,16 +645,6 @@ int path_of(const warc_writer *w, const char *name, char *out, size_t outlen)
     return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
-int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = fsync(fd) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
 /* Reads a whole file (at most max bytes) into b. A missing file is empty. */
 int read_file(const char *path, size_t max, cr_buf *b)
 {
@@ -693,31 +684,26 @@ static int line_cmp(const void *a, const void *b)
     return c ? c : x->n < y->n ? -1 : x->n > y->n ? 1 : 0;
 }
 
-/* Writes lines, sorted bytewise, to DIR/idx_name through a temp file that
- * is fsynced and renamed over it. */
+/* Writes lines, sorted bytewise, to DIR/idx_name through common/atomic_file
+ * (temp file, fsync, rename, fsync of the folder). */
 int index_write_sorted(const warc_writer *w, const char *idx_name, line_ref *lines, size_t n)
 {
-    char path[PATH_MAX], tmp[PATH_MAX];
+    char path[PATH_MAX];
+    cr_afile af;
     int rc = path_of(w, idx_name, path, sizeof path);
     if (rc < 0)
         return rc;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return -ENAMETOOLONG;
     qsort(lines, n, sizeof *lines, line_cmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = write_all(fd, lines[i].p, lines[i].n);
-    if (rc == 0 && fsync(fd) < 0)
-        rc = -errno;
-    if (close(fd) < 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = -errno;
+    rc = cr_afile_open(&af, path, 0644);
     if (rc < 0)
-        unlink(tmp);
-    return rc;
+        return rc;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = cr_afile_write(&af, lines[i].p, lines[i].n);
+    if (rc < 0) {
+        cr_afile_abort(&af);
+        return rc;
+    }
+    return cr_afile_commit(&af);
 }
 
 /* Splits b into complete lines (a torn last line is dropped). */
@@ -787,7 +773,7 @@ static int file_finish(warc_writer *w)
     int r2 = index_sort(w, w->idx_name);
     if (rc == 0)
         rc = r2;
-    r2 = fsync_dir(w->dir);
+    r2 = cr_fsync_dir(w->dir);
     return rc ? rc : r2;
 }
 
@@ -879,7 +865,10 @@ static int file_start(warc_writer *w)
     w->st.records++;
     w->st.warcinfos++;
     w->st.bytes_written += out.len;
-    fsync_dir(w->dir);
+    /* Best effort here: finishing the file (finish_file) fsyncs the folder
+     * again and reports a failure then. */
+    int dsync = cr_fsync_dir(w->dir);
+    (void)dsync;
 out:
     if (fd >= 0) {
         close(fd);

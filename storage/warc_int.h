@@ -73,8 +73,6 @@ voidpf z_alloc(voidpf opaque, uInt items, uInt size);
 void z_free(voidpf opaque, voidpf p);
 /* DIR/name into out. 0 or -ENAMETOOLONG. */
 int path_of(const warc_writer *w, const char *name, char *out, size_t outlen);
-/* fsyncs a folder (so a rename or unlink in it is durable). 0 or -errno. */
-int fsync_dir(const char *dir);
 /* Reads a whole file (at most max bytes) into b. A missing file is empty. */
 int read_file(const char *path, size_t max, cr_buf *b);
 /* Writes lines, sorted bytewise, to DIR/idx_name through a temp file that

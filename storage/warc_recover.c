@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "common/alloc.h"
+#include "common/atomic_file.h"
 #include "common/err.h"
 #include "storage/cdxj.h"
 #include "storage/warc_int.h"
@@ -214,7 +215,7 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
         unlink(ipath);
         w->st.recovered_bytes_cut += (uint64_t)sb.st_size;
         *removed = true;
-        rc = fsync_dir(w->dir);
+        rc = cr_fsync_dir(w->dir);
         goto out;
     }
     if ((uint64_t)sb.st_size > valid_end) {
@@ -234,7 +235,7 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
         cr_errf(err, errlen, "warc: cannot rewrite %s: %s", ipath, strerror(-rc));
         goto out;
     }
-    rc = fsync_dir(w->dir);
+    rc = cr_fsync_dir(w->dir);
 out:
     if (fd >= 0)
         close(fd);

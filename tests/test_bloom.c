@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "common/alloc.h"
+#include "common/atomic_file.h"
 #include "dedup/bloom.h"
 #include "dedup/hash.h"
 
@@ -737,6 +738,38 @@ static void snapshot_checks_fields_behind_checksum(void **state)
     free(data);
 }
 
+static cr_afile_step snap_fail_at;
+
+static int snap_fail_hook(cr_afile_step step) { return step == snap_fail_at ? -EIO : 0; }
+
+/* A save that fails before its rename leaves the previous snapshot whole
+ * (it still loads, with its own high-water mark) and no temp file. */
+static void failed_save_keeps_previous_snapshot(void **state)
+{
+    (void)state;
+    bloom *bf = new_filter(1000, 0.01, 1, 4, 0);
+    char path[300], err[256];
+    tmp_path(path, sizeof path, "keep.bloom");
+    assert_int_equal(bloom_save(bf, path, 7, err, sizeof err), 0);
+    for (cr_afile_step s = CR_AF_CREATE; s < CR_AF_DIRSYNC; s++) {
+        snap_fail_at = s;
+        cr_afile_fail_hook = snap_fail_hook;
+        err[0] = '\0';
+        int rc = bloom_save(bf, path, 8, err, sizeof err);
+        cr_afile_fail_hook = NULL;
+        assert_int_equal(rc, -EIO);
+        assert_true(strlen(err) > 0);
+        assert_int_equal(files_in_tmpdir(), 1);
+        bloom *back = NULL;
+        uint64_t hwm = 0;
+        assert_int_equal(bloom_load(path, &back, &hwm, err, sizeof err), 0);
+        assert_true(hwm == 7);
+        bloom_free(back);
+    }
+    bloom_free(bf);
+    unlink(path);
+}
+
 static void snapshot_save_reports_errors(void **state)
 {
     (void)state;
@@ -888,6 +921,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(snapshot_checks_fields_behind_checksum, make_tmpdir,
                                         remove_tmpdir),
         cmocka_unit_test_setup_teardown(snapshot_save_reports_errors, make_tmpdir, remove_tmpdir),
+        cmocka_unit_test_setup_teardown(failed_save_keeps_previous_snapshot, make_tmpdir, remove_tmpdir),
         cmocka_unit_test(oom_in_new),
         cmocka_unit_test(oom_while_growing_keeps_keys),
         cmocka_unit_test_setup_teardown(oom_in_save_and_load, make_tmpdir, remove_tmpdir),

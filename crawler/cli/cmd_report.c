@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "common/alloc.h"
+#include "common/atomic_file.h"
 #include "common/clock.h"
 #include "crawler/report/report.h"
 #include "storage/db.h"
@@ -67,7 +68,7 @@ int cmd_report(int argc, char **argv)
         dir = cfg.storage.state_dir;
     int rc = 2;
     char err[512];
-    char *tmp = NULL;
+    cr_afile af;
     char *shown = NULL; /* realpath's: free() */
     FILE *f = NULL;
     json_t *data = NULL;
@@ -106,32 +107,23 @@ int cmd_report(int argc, char **argv)
             rc = 0;
         goto out;
     }
-    size_t tl = strlen(outp) + 16;
-    tmp = cr_malloc(tl);
-    if (tmp == NULL) {
-        fputs("crawld report: out of memory\n", stderr);
-        goto out;
-    }
-    snprintf(tmp, tl, "%s.tmp%ld", outp, (long)getpid());
-    f = fopen(tmp, "w");
-    if (f == NULL) {
-        fprintf(stderr, "crawld report: cannot write %s: %s\n", outp, strerror(errno));
-        goto out;
-    }
-    r = report_write(f, data, &m);
-    if (r == 0 && fflush(f) != 0)
-        r = -errno;
-    if (r == 0 && fsync(fileno(f)) != 0)
-        r = -errno;
-    long size = r == 0 ? ftell(f) : 0;
-    if (fclose(f) != 0 && r == 0)
-        r = -errno;
-    f = NULL;
-    if (r == 0 && rename(tmp, outp) != 0)
-        r = -errno;
+    r = cr_afile_open(&af, outp, 0644);
     if (r < 0) {
         fprintf(stderr, "crawld report: cannot write %s: %s\n", outp, strerror(-r));
-        unlink(tmp);
+        goto out;
+    }
+    f = cr_afile_stdio(&af);
+    r = f ? report_write(f, data, &m) : -ENOMEM;
+    long size = r == 0 ? ftell(f) : 0;
+    if (r < 0) {
+        cr_afile_abort(&af);
+    } else {
+        r = cr_afile_commit(&af);
+    }
+    f = NULL;
+    if (r < 0) {
+        fprintf(stderr, "crawld report: cannot write %s (%s): %s\n", outp,
+                af.failed ? cr_afile_step_name(af.failed) : "report", strerror(-r));
         goto out;
     }
     char *abs = realpath(outp, NULL);
@@ -139,11 +131,6 @@ int cmd_report(int argc, char **argv)
     free(abs); /* realpath's, from libc */
     rc = 0;
 out:
-    if (f != NULL) {
-        fclose(f);
-        unlink(tmp);
-    }
-    cr_free(tmp);
     free(shown);
     json_decref(data);
     config_release(&cfg);
