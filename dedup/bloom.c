@@ -80,6 +80,7 @@
 #include <sys/mman.h>
 
 #include "common/alloc.h"
+#include "common/striped.h"
 #include "common/err.h"
 #include "dedup/bloom_int.h"
 
@@ -413,18 +414,8 @@ static uint64_t stage_set_bits(const struct stage *st)
 
 /* ---- threads' counter slots ---------------------------------------------- */
 
-static _Thread_local unsigned tl_slot; /* 1 + slot index; 0 until first use */
-static atomic_uint next_slot;
-
-static inline unsigned thread_slot(void)
-{
-    unsigned s = tl_slot;
-    if (s == 0) {
-        s = atomic_fetch_add_explicit(&next_slot, 1, memory_order_relaxed) % NSLOT + 1;
-        tl_slot = s;
-    }
-    return s - 1;
-}
+/* A thread's slot is its common/striped stripe. */
+static inline unsigned thread_slot(void) { return cr_stripe(); }
 
 /* ---- construction ------------------------------------------------------- */
 

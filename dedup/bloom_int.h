@@ -10,11 +10,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/striped.h"
 #include "dedup/bloom.h"
 
 #define LINE_BITS 512
 #define MAX_K 16
-#define NSLOT 8
+#define NSLOT CR_STRIPES /* one slot per common/striped stripe */
 #define MAX_CAPACITY (UINT64_C(1) << 50)
 #define HUGE_PAGE (UINT64_C(2) << 20)
 

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/striped.h"
 #include "storage/db.h"
 
 /* ---- canonical URL pieces --------------------------------------------- */
@@ -263,8 +264,6 @@ struct pattern {
     size_t len;
 };
 
-#define COUNT_STRIPES 8
-
 struct scope {
     scope_opts o;                 /* patterns point at inc/exc below */
     struct pattern *inc, *exc;
@@ -272,16 +271,10 @@ struct scope {
     pthread_rwlock_t lock;        /* guards seeds and nprefixes */
     keyset seeds;
     size_t nprefixes;
-    /* verdict counts, striped: each thread adds to its own stripe (no
-     * cache line shared by threads checking links at once); reads sum */
-    struct {
-        atomic_uint_fast64_t n[SCOPE_VERDICT_COUNT];
-        char pad[64];
-    } counts[COUNT_STRIPES];
+    cr_striped counts;            /* verdict counts (no lock) */
 };
 
-static atomic_uint next_stripe;
-static _Thread_local unsigned my_stripe = UINT_MAX;
+_Static_assert(SCOPE_VERDICT_COUNT <= CR_STRIPED_MAX, "scope verdicts fit one cr_striped");
 
 void scope_opts_defaults(scope_opts *o)
 {
@@ -382,9 +375,7 @@ scope *scope_new(const scope_opts *o, char *err, size_t errlen)
         cr_free(s);
         goto oom;
     }
-    for (int i = 0; i < SCOPE_VERDICT_COUNT; i++)
-        for (int k = 0; k < COUNT_STRIPES; k++)
-            atomic_init(&s->counts[k].n[i], 0);
+    cr_striped_init(&s->counts);
     return s;
 oom:
     if (err != NULL && errlen > 0)
@@ -603,9 +594,7 @@ scope_verdict scope_check(scope *s, const char *url, size_t len, int64_t depth, 
         v = SCOPE_TOO_DEEP;
     if (v == SCOPE_ALLOWED)
         v = traps(s, len, url, &p);
-    if (my_stripe == UINT_MAX)
-        my_stripe = atomic_fetch_add(&next_stripe, 1) % COUNT_STRIPES;
-    atomic_fetch_add_explicit(&s->counts[my_stripe].n[v], 1, memory_order_relaxed);
+    cr_striped_add(&s->counts, (unsigned)v, 1);
     return v;
 }
 
@@ -625,11 +614,8 @@ scope_verdict scope_check_requisite(scope *s, const char *url, size_t len, int64
 
 void scope_get_counts(scope *s, uint64_t out[SCOPE_VERDICT_COUNT])
 {
-    for (int i = 0; i < SCOPE_VERDICT_COUNT; i++) {
-        out[i] = 0;
-        for (int k = 0; k < COUNT_STRIPES; k++)
-            out[i] += atomic_load_explicit(&s->counts[k].n[i], memory_order_relaxed);
-    }
+    for (int i = 0; i < SCOPE_VERDICT_COUNT; i++)
+        out[i] = cr_striped_sum(&s->counts, (unsigned)i);
 }
 
 const char *scope_verdict_name(int v)
