@@ -305,7 +305,7 @@ int main(int argc, char **argv)
     printf("%-8s %-9s %-9s n=%-8llu batch=%-5d thr=%d %7.2f s %8.0f ops/s %6.1f us-cpu/op"
            " %6.1f KB-written/op commits=%-7lld db=%.0f MB\n",
            mode, clustered ? "clustered" : "random",
-           row_state == DB_STATE_QUEUED ? "queued" : "seen_only", (unsigned long long)n,
+           db_state_name(row_state), (unsigned long long)n,
            o.batch_size, threads, t, (double)n / t, (cpu_s() - c0) * 1e6 / (double)n,
            (written_bytes() - w0) / 1024.0 / (double)n, (long long)st.commits,
            stat(path, &sb) == 0 ? (double)sb.st_size / 1048576.0 : 0.0);

@@ -2190,3 +2190,15 @@ int64_t db_reader_host_stats(db_reader *rd, size_t max, int64_t *total, db_hosts
         return sql_errno(rc);
     return r < 0 ? r : n;
 }
+
+/* ---- state names (the one copy; see db.h) -------------------------------- */
+
+const char *db_state_name(int state)
+{
+    static const char *const names[DB_STATE_COUNT] = {
+        [DB_STATE_QUEUED] = "queued",       [DB_STATE_IN_FLIGHT] = "in_flight",
+        [DB_STATE_DONE] = "done",           [DB_STATE_FAILED] = "failed",
+        [DB_STATE_SEEN_ONLY] = "seen_only", [DB_STATE_EXCLUDED] = "excluded",
+    };
+    return state >= 0 && state < DB_STATE_COUNT ? names[state] : "?";
+}

@@ -78,6 +78,10 @@ enum db_state {
     DB_STATE_COUNT
 };
 
+/* The name users see for a state ("queued", "in_flight", ...; the one
+ * copy), or "?" for a value outside the enum. */
+const char *db_state_name(int state);
+
 #define DB_URL_MAX 65536u  /* bytes of a URL; longer is -E2BIG */
 #define DB_HOST_MAX 1024u  /* bytes of a host; longer is -E2BIG */
 #define DB_TEXT_MAX 1024u  /* error and content_type are truncated to this */

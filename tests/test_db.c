@@ -2001,9 +2001,24 @@ static void test_out_of_memory(void **state)
     assert_int_equal(db_close(d), 0);
 }
 
+/* The one copy of the state names: each state has its own, outside is "?". */
+static void test_state_names(void **state)
+{
+    (void)state;
+    assert_string_equal(db_state_name(DB_STATE_QUEUED), "queued");
+    assert_string_equal(db_state_name(DB_STATE_IN_FLIGHT), "in_flight");
+    assert_string_equal(db_state_name(DB_STATE_DONE), "done");
+    assert_string_equal(db_state_name(DB_STATE_FAILED), "failed");
+    assert_string_equal(db_state_name(DB_STATE_SEEN_ONLY), "seen_only");
+    assert_string_equal(db_state_name(DB_STATE_EXCLUDED), "excluded");
+    assert_string_equal(db_state_name(DB_STATE_COUNT), "?");
+    assert_string_equal(db_state_name(-1), "?");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_state_names),
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
         T(test_create_and_reopen),
         T(test_wal_mode),

@@ -61,9 +61,6 @@ static void add_figures(json_t *st, json_t *fig, const char *dir, bool with_rows
     json_object_set_new(st, "samples", ps);
 }
 
-static const char *const state_names[DB_STATE_COUNT] = { "queued", "in_flight", "done",
-                                                         "failed", "seen_only", "excluded" };
-
 int cmd_stats(int argc, char **argv)
 {
     cli_conf cc = { 0 };
@@ -114,7 +111,7 @@ int cmd_stats(int argc, char **argv)
     }
     json_t *rows = json_object();
     for (int s = 0; s < DB_STATE_COUNT; s++)
-        json_object_set_new(rows, state_names[s], json_integer((json_int_t)counts[s]));
+        json_object_set_new(rows, db_state_name(s), json_integer((json_int_t)counts[s]));
     json_object_set_new(st, "database", rows);
     if (as_json) {
         json_t *fig = NULL;
@@ -131,7 +128,7 @@ int cmd_stats(int argc, char **argv)
         summary_crawl_print(stdout, st);
         printf("database (%s):", dir);
         for (int s = 0; s < DB_STATE_COUNT; s++)
-            printf(" %s %lld%s", state_names[s], (long long)counts[s],
+            printf(" %s %lld%s", db_state_name(s), (long long)counts[s],
                    s + 1 < DB_STATE_COUNT ? "," : "\n");
     }
     rc = 0;

@@ -63,9 +63,6 @@ static int add_host(void *ud, const char *host, int64_t pages, const char *data)
     return lc->oom ? -ENOMEM : 0;
 }
 
-static const char *const state_names[DB_STATE_COUNT] = { "queued", "in_flight", "done",
-                                                         "failed", "seen_only", "excluded" };
-
 int report_load(db_reader *rd, size_t max_samples, size_t max_hosts, json_t **out, char *err,
                 size_t errlen)
 {
@@ -92,7 +89,7 @@ int report_load(db_reader *rd, size_t max_samples, size_t max_hosts, json_t **ou
     }
     json_t *rows = json_object();
     for (int s = 0; s < DB_STATE_COUNT; s++)
-        json_object_set_new(rows, state_names[s], json_integer((json_int_t)counts[s]));
+        json_object_set_new(rows, db_state_name(s), json_integer((json_int_t)counts[s]));
     json_object_set_new(all, "database", rows);
     int64_t ns = db_reader_samples(rd, max_samples, add_sample, &sc);
     int64_t total = db_reader_sample_count(rd);
