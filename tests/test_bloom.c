@@ -750,19 +750,19 @@ static void failed_save_keeps_previous_snapshot(void **state)
     bloom *bf = new_filter(1000, 0.01, 1, 4, 0);
     char path[300], err[256];
     tmp_path(path, sizeof path, "keep.bloom");
-    assert_int_equal(bloom_save(bf, path, 7, err, sizeof err), 0);
+    assert_int_equal(bloom_save(bf, path, 7, NULL, err, sizeof err), 0);
     for (cr_afile_step s = CR_AF_CREATE; s < CR_AF_DIRSYNC; s++) {
         snap_fail_at = s;
         cr_afile_fail_hook = snap_fail_hook;
         err[0] = '\0';
-        int rc = bloom_save(bf, path, 8, err, sizeof err);
+        int rc = bloom_save(bf, path, 8, NULL, err, sizeof err);
         cr_afile_fail_hook = NULL;
         assert_int_equal(rc, -EIO);
         assert_true(strlen(err) > 0);
         assert_int_equal(files_in_tmpdir(), 1);
         bloom *back = NULL;
         uint64_t hwm = 0;
-        assert_int_equal(bloom_load(path, &back, &hwm, err, sizeof err), 0);
+        assert_int_equal(bloom_load(path, &back, &hwm, NULL, err, sizeof err), 0);
         assert_true(hwm == 7);
         bloom_free(back);
     }
