@@ -1,6 +1,7 @@
 # crawld — plain Makefile. `make` builds bin/crawld; `make test` runs every
 # cmocka test; `make asan` / `make tsan` run them under sanitizers; `make run`
-# crawls the local test site; `make bench` runs bench/; `make fuzz` builds the
+# crawls the local test site; `make check-deps` checks the include graph (run by
+# `make test`); `make bench` runs bench/; `make fuzz` builds the
 # libFuzzer targets with clang. Modules and tests are found by wildcard, so a
 # new module.c or tests/test_x.c needs no edit here.
 
@@ -63,7 +64,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
 DESTDIR ?=
 
-.PHONY: all deps test check asan tsan run bench bench-crawl fuzz clean tests-build install uninstall
+.PHONY: all deps test check check-deps asan tsan run bench bench-crawl fuzz clean tests-build install uninstall
 all: $(PROGS)
 
 $(B)/%.o: %.c
@@ -127,8 +128,14 @@ deps:
 	  echo "  apt-get update && apt-get install -y --no-install-recommends$$missing"; exit 1; \
 	fi
 
+# The include graph within the module boundaries (tests/check_deps.sh has
+# the table); its self-test plants bad includes in a temp copy.
+check-deps:
+	@sh tests/check_deps.sh --self-test
+	@sh tests/check_deps.sh
+
 # Sub-makes re-read the Makefile after deps so pkg-config sees the new packages.
-test check: deps
+test check: deps check-deps
 	@$(MAKE) --no-print-directory tests-build
 	@sh tests/run.sh $(B) $(BIN)
 
