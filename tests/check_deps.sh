@@ -8,7 +8,7 @@
 #   config/         common/, config/                         (ditto)
 #   dedup/          common/, dedup/                          curl, libxml2, SQLite, libmicrohttpd, jansson
 #   storage/        common/, storage/                        curl, libxml2, libmicrohttpd (jansson
-#                                                            only for the WACZ packager's JSON)
+#                                                            only for the WACZ packager JSON)
 #   frontier/       common/, storage/, frontier/             curl, libxml2, SQLite, libmicrohttpd, jansson
 #   crawler/web/    common/, crawler/web/                    SQLite, libmicrohttpd, jansson
 #   crawler/report/ common/ config/ dedup/ storage/ frontier/ curl, libxml2, SQLite
@@ -58,7 +58,7 @@ check() {
         if (l == "") return 0
         if (m == "common" || m == "config") return 1
         if (m == "dedup") return 1
-        if (m == "storage") return l != "SQLite" && l != "jansson" # jansson: wacz.c's datapackage.json
+        if (m == "storage") return l != "SQLite" && l != "jansson" # jansson: the WACZ datapackage.json
         if (m == "frontier") return 1
         if (m == "crawler/web") return l == "SQLite" || l == "libmicrohttpd" || l == "jansson"
         if (m == "crawler/report") return l == "curl" || l == "libxml2" || l == "SQLite"
