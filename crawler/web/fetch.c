@@ -186,8 +186,9 @@ static void set_err(struct xfer *x, fetch_error kind, const char *fmt, ...)
 
 static bool is_ows(char c) { return c == ' ' || c == '\t'; }
 
-/* Iterates over the header lines of a block after the status line. On
- * return *line_start..: one "name: value" field, name and value trimmed. */
+/* Iterates over the header lines of a block after the status line: each
+ * call fills *fl with the next "name: value" field (name and value trimmed,
+ * pointing into the block) and moves *pos past its line; false at the end. */
 struct field {
     const char *name;
     size_t name_len;
