@@ -24,6 +24,27 @@
  * CONFIG_AUTO). */
 typedef enum opt_type { T_BOOL, T_INT, T_FLOAT, T_STR, T_LIST, T_ENUM, T_AUTO } opt_type;
 
+/* An enumeration's names and their values (as nginx's ngx_conf_enum_t):
+ * the value is written beside its name, never implied by a position. */
+typedef struct enum_pair {
+    const char *name;
+    int value;
+} enum_pair;
+
+static const enum_pair scope_names[] = {
+    { "host", SCOPE_HOST }, { "domain", SCOPE_DOMAIN }, { "prefix", SCOPE_PREFIX },
+    { "any", SCOPE_ANY },   { NULL, 0 },
+};
+
+static const enum_pair requisites_scope_names[] = {
+    { "same-host", REQUISITES_SAME_HOST }, { "any", REQUISITES_ANY }, { NULL, 0 },
+};
+
+static const enum_pair verify_names[] = {
+    { "never", VERIFY_NEVER }, { "always", VERIFY_ALWAYS }, { "in-scope", VERIFY_IN_SCOPE },
+    { NULL, 0 },
+};
+
 typedef struct option {
     const char *section;
     const char *name;
@@ -31,7 +52,7 @@ typedef struct option {
     size_t off;
     double min, max;       /* T_INT, T_FLOAT, T_AUTO: inclusive bounds */
     const char *def;       /* default, as TOML text */
-    const char *choices;   /* T_ENUM: names separated by '|', index = value */
+    const struct enum_pair *choices; /* T_ENUM: {name, value} pairs, NULL-ended */
     const char *doc;
 } option;
 
@@ -49,7 +70,7 @@ static const option options[] = {
     STR(crawl, seeds_file, "\"\"", "file with more seed URLs, one per line (\"\" for none; re-read on SIGHUP)"),
     STR(crawl, user_agent, "\"crawld/0.1\"", "User-Agent header sent with every request (add a contact URL for real crawls)"),
     STR(crawl, robots_agent, "\"crawld\"", "product token matched against robots.txt user-agent lines"),
-    ENUM(crawl, scope, "host|domain|prefix|any", "\"host\"", "what is in scope: the seeds' hosts, their registrable domains, URLs under a seed, or anything"),
+    ENUM(crawl, scope, scope_names, "\"host\"", "what is in scope: the seeds' hosts, their registrable domains, URLs under a seed, or anything"),
     LIST(crawl, include, "[]", "URL patterns (* wildcard) that are in scope besides the scope rule"),
     LIST(crawl, exclude, "[]", "URL patterns (* wildcard) never fetched"),
     INT(crawl, max_depth, 0, 100000, "50", "links followed from a seed at most (0: the seeds only)"),
@@ -58,7 +79,7 @@ static const option options[] = {
     INT(crawl, max_links_per_page, 1, 10000000, "100000",
         "links read from one page at most; the rest are dropped and counted (links_dropped)"),
     BOOL(crawl, fetch_requisites, "true", "fetch what in-scope pages need to render (images, CSS and what it loads, fonts, scripts) outside the scope, past max_depth, as requisites_scope and requisite_depth allow"),
-    ENUM(crawl, requisites_scope, "same-host|any", "\"any\"", "hosts requisites come from: the host of the page or stylesheet that needs them, or any (a CDN); each host's robots.txt and politeness still apply"),
+    ENUM(crawl, requisites_scope, requisites_scope_names, "\"any\"", "hosts requisites come from: the host of the page or stylesheet that needs them, or any (a CDN); each host's robots.txt and politeness still apply"),
     INT(crawl, requisite_depth, 0, 100, "3", "levels of requisites fetched past max_depth (a page's stylesheet, its @import, the images and fonts they load; 0: requisites obey max_depth)"),
     BOOL(crawl, follow_nofollow, "false", "follow rel=nofollow links and pages with meta robots nofollow"),
     BOOL(crawl, daemon, "false", "keep running when the frontier is empty, waiting for seeds from the API"),
@@ -98,7 +119,7 @@ static const option options[] = {
     INT(dedup, shards, 1, 4096, "16", "Bloom shards, a power of two"),
     FLT(dedup, growth, 1.1, 16, "2.0", "capacity factor of each new Bloom stage"),
     FLT(dedup, tightening, 0.05, 0.95, "0.85", "error factor of each new Bloom stage"),
-    ENUM(dedup, verify, "never|always|in-scope", "\"in-scope\"", "settle a Bloom MAYBE by SQLite: never, always, or for URLs the crawl would fetch"),
+    ENUM(dedup, verify, verify_names, "\"in-scope\"", "settle a Bloom MAYBE by SQLite: never, always, or for URLs the crawl would fetch"),
     INT(dedup, recent_cache, 0, 1e9, "1048576", "exact recent-fingerprint cache entries"),
     INT(dedup, snapshot_interval_s, 0, 86400, "300", "seconds between Bloom snapshots (0: only at shutdown)"),
 
@@ -221,33 +242,35 @@ static bool known_section(const char *section)
 
 /* ---- checking and applying one value ------------------------------------ */
 
-static int enum_index(const char *choices, const char *s, size_t len)
+/* The value named s[0..len), or -1 (every value is >= 0). */
+static int enum_value(const enum_pair *choices, const char *s, size_t len)
 {
-    int idx = 0;
-    const char *p = choices;
-    while (*p) {
-        const char *end = strchr(p, '|');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n == len && memcmp(p, s, n) == 0)
-            return idx;
-        idx++;
-        p += n + (end ? 1 : 0);
-    }
+    for (const enum_pair *e = choices; e->name != NULL; e++)
+        if (strlen(e->name) == len && memcmp(e->name, s, len) == 0)
+            return e->value;
     return -1;
 }
 
-static void enum_list(const char *choices, char *out, size_t outlen)
+/* "a, b, c" into out. */
+static void enum_list(const enum_pair *choices, char *out, size_t outlen)
 {
     size_t j = 0;
-    for (const char *p = choices; *p && j + 3 < outlen; p++) {
-        if (*p == '|') {
-            out[j++] = ',';
-            out[j++] = ' ';
-        } else {
-            out[j++] = *p;
-        }
+    out[0] = '\0';
+    for (const enum_pair *e = choices; e->name != NULL && j < outlen; e++) {
+        int n = snprintf(out + j, outlen - j, "%s%s", e == choices ? "" : ", ", e->name);
+        if (n < 0)
+            break;
+        j += (size_t)n;
     }
-    out[j] = '\0';
+}
+
+/* The name of value, or "?". */
+static const char *enum_name(const enum_pair *choices, int value)
+{
+    for (const enum_pair *e = choices; e->name != NULL; e++)
+        if (e->value == value)
+            return e->name;
+    return "?";
 }
 
 static const char *type_word(opt_type t)
@@ -332,7 +355,7 @@ static int check_value(crawl_config *c, const option *o, const toml_value *v, bo
     case T_ENUM: {
         size_t len;
         const char *s = toml_string(v, &len);
-        int idx = enum_index(o->choices, s, len);
+        int idx = enum_value(o->choices, s, len);
         if (idx < 0) {
             char list[120];
             enum_list(o->choices, list, sizeof list);
@@ -571,20 +594,6 @@ static void write_float(FILE *f, double x)
         fputs(".0", f);
 }
 
-static const char *choice_name(const char *choices, int idx, char *buf, size_t len)
-{
-    const char *p = choices;
-    for (int i = 0; i < idx; i++) {
-        p = strchr(p, '|');
-        if (p == NULL)
-            return "?";
-        p++;
-    }
-    const char *end = strchr(p, '|');
-    snprintf(buf, len, "%.*s", end ? (int)(end - p) : (int)strlen(p), p);
-    return buf;
-}
-
 static void write_value(FILE *f, const crawl_config *c, const option *o)
 {
     const char *field = (const char *)c + o->off;
@@ -599,11 +608,7 @@ static void write_value(FILE *f, const crawl_config *c, const option *o)
         break;
     case T_FLOAT: write_float(f, *(const double *)field); break;
     case T_STR: write_string(f, *(char *const *)field ? *(char *const *)field : ""); break;
-    case T_ENUM: {
-        char buf[40];
-        fprintf(f, "\"%s\"", choice_name(o->choices, *(const int *)field, buf, sizeof buf));
-        break;
-    }
+    case T_ENUM: fprintf(f, "\"%s\"", enum_name(o->choices, *(const int *)field)); break;
     case T_LIST: {
         const str_list *l = (const str_list *)field;
         fputc('[', f);
@@ -649,14 +654,4 @@ int config_write(const crawl_config *c, FILE *f, bool docs)
     return ferror(f) ? -EIO : 0;
 }
 
-const char *config_scope_name(int scope)
-{
-    static const char *names[] = { "host", "domain", "prefix", "any" };
-    return scope >= 0 && scope < 4 ? names[scope] : "?";
-}
-
-const char *config_verify_name(int verify)
-{
-    static const char *names[] = { "never", "always", "in-scope" };
-    return verify >= 0 && verify < 3 ? names[verify] : "?";
-}
+const char *config_scope_name(int scope) { return enum_name(scope_names, scope); }

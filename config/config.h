@@ -144,8 +144,7 @@ int config_set(crawl_config *c, const char *assignment, config_error *err /* OUT
  * preceded by its doc line and default (the shipped crawl.toml). */
 int config_write(const crawl_config *c, FILE *f, bool docs);
 
-/* Names for the enum-valued options. */
+/* The name of a crawl.scope value ("host", ...), or "?". */
 const char *config_scope_name(int scope);
-const char *config_verify_name(int verify);
 
 #endif
