@@ -126,7 +126,7 @@ static const option options[] = {
     LIST(canon, strip_params, "[\"utm_*\", \"fbclid\", \"gclid\"]", "query parameters removed by name (* wildcard at the end)"),
     BOOL(canon, strip_session_ids, "true", "drop session ids: jsessionid, phpsessid, sid query parameters and ;jsessionid= path parameters"),
     BOOL(canon, sort_query, "true", "sort query parameters by name"),
-    INT(canon, max_url_bytes, 16, 1048576, "2048", "URLs longer than this are rejected"),
+    INT(canon, max_url_bytes, CONFIG_URL_BYTES_MIN, CONFIG_URL_BYTES_MAX, "2048", "URLs longer than this are rejected"),
 
     STR(storage, state_dir, "\"state\"", "folder for the SQLite database and Bloom snapshots"),
     INT(storage, sqlite_cache_mb, 1, 65536, "64", "SQLite page cache"),

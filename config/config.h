@@ -144,6 +144,11 @@ int config_set(crawl_config *c, const char *assignment, config_error *err /* OUT
  * preceded by its doc line and default (the shipped crawl.toml). */
 int config_write(const crawl_config *c, FILE *f, bool docs);
 
+/* canon.max_url_bytes's range: what crawler/web/url accepts (wire.c
+ * asserts they agree); scope's max_url_length gets the same value. */
+#define CONFIG_URL_BYTES_MIN 64
+#define CONFIG_URL_BYTES_MAX 65536
+
 /* The name of a crawl.scope value ("host", ...), or "?". */
 const char *config_scope_name(int scope);
 

@@ -8,6 +8,8 @@
 void wire_url_policy(const crawl_config *c, url_policy *out)
 {
     url_policy_defaults(out);
+    _Static_assert(CONFIG_URL_BYTES_MIN == URL_MIN_BYTES && CONFIG_URL_BYTES_MAX == URL_MAX_BYTES,
+                   "canon.max_url_bytes: config's range is what url.c accepts");
     out->max_url_bytes = (size_t)c->canon.max_url_bytes;
     out->strip_params = (const char *const *)c->canon.strip_params.v;
     out->n_strip_params = c->canon.strip_params.n;

@@ -14,6 +14,9 @@
 #include "common/alloc.h"
 #include "config/config.h"
 #include "config/toml.h"
+#include "crawler/web/url.h"
+#include "crawler/wire.h"
+#include "frontier/scope.h"
 #include "tests/support/proc.h"
 
 static crawl_config cfg;
@@ -206,6 +209,32 @@ static void set_overrides(void **state)
     assert_int_equal(cfg.crawl.scope, SCOPE_ANY);
 }
 
+/* canon.max_url_bytes has url.c's range, enforced where it is read, and
+ * url and scope get the same value. */
+static void max_url_bytes_range_is_urls(void **state)
+{
+    (void)state;
+    config_error err;
+    assert_true(config_set(&cfg, "canon.max_url_bytes=63", &err) < 0);
+    assert_non_null(strstr(err.msg, "max_url_bytes"));
+    assert_true(config_set(&cfg, "canon.max_url_bytes=65537", &err) < 0);
+    assert_int_equal(config_set(&cfg, "canon.max_url_bytes=64", &err), 0);
+    assert_int_equal(config_set(&cfg, "canon.max_url_bytes=65536", &err), 0);
+    url_policy pol;
+    scope_opts so;
+    wire_url_policy(&cfg, &pol);
+    wire_scope_opts(&cfg, &so);
+    assert_int_equal(pol.max_url_bytes, 65536);
+    assert_int_equal(so.max_url_length, 65536);
+    url_canon *uc = url_canon_new(&pol); /* url.c takes every value config takes */
+    assert_non_null(uc);
+    url_canon_free(uc);
+    pol.max_url_bytes = URL_MAX_BYTES + 1; /* and refuses, not clamps, the rest */
+    assert_null(url_canon_new(&pol));
+    pol.max_url_bytes = URL_MIN_BYTES - 1;
+    assert_null(url_canon_new(&pol));
+}
+
 static void set_errors(void **state)
 {
     (void)state;
@@ -371,6 +400,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(defaults_are_set, setup, teardown),
+        cmocka_unit_test_setup_teardown(max_url_bytes_range_is_urls, setup, teardown),
         cmocka_unit_test_setup_teardown(file_values_override_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(dotted_keys_reach_options, setup, teardown),
         cmocka_unit_test_setup_teardown(unknown_key_suggests_nearest, setup, teardown),

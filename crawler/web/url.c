@@ -38,8 +38,6 @@
 #include "common/alloc.h"
 
 #define DEFAULT_MAX_URL 2048
-#define MIN_MAX_URL 64
-#define MAX_MAX_URL 65536
 #define MAX_LABEL 63   /* DNS: bytes of one label */
 #define MAX_NAME 253   /* DNS: bytes of a name, without a trailing dot */
 #define IDNA_FLAGS (IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT)
@@ -1308,10 +1306,11 @@ url_canon *url_canon_new(const url_policy *pol)
     if (c == NULL)
         return NULL;
     size_t max = pol->max_url_bytes ? pol->max_url_bytes : DEFAULT_MAX_URL;
-    if (max < MIN_MAX_URL)
-        max = MIN_MAX_URL;
-    if (max > MAX_MAX_URL)
-        max = MAX_MAX_URL;
+    if (max < URL_MIN_BYTES || max > URL_MAX_BYTES) { /* refused, not clamped */
+        cr_free(c);
+        errno = EINVAL;
+        return NULL;
+    }
     c->max = max;
     /* percent-normalization at most triples what it reads (a stray '%') */
     c->wcap = 3 * max + 16;

@@ -70,9 +70,14 @@ typedef enum url_reject {
     URL_REJ_COUNT
 } url_reject;
 
+#define URL_MIN_BYTES 64u     /* the range of max_url_bytes (and of */
+#define URL_MAX_BYTES 65536u  /* canon.max_url_bytes in crawl.toml) */
+
 typedef struct url_policy {
     size_t max_url_bytes;  /* cap on input and on both results; 0 = 2048;
-                              clamped to 64..65536 */
+                              outside URL_MIN_BYTES..URL_MAX_BYTES
+                              url_canon_new refuses the policy (config checks
+                              the same range where it reads canon.max_url_bytes) */
     /* Query parameters whose name matches one of these are dropped from the
        key. A pattern is a glob where '*' matches any run of bytes ("utm_*");
        names compare ASCII case-insensitively, after percent-normalization.
@@ -100,8 +105,9 @@ typedef struct url_canon_stats {
  * session ids, sort the query. */
 void url_policy_defaults(url_policy *p /* OUT */);
 
-/* p may be NULL for the defaults. NULL only when memory runs out.
- * Caller owns the result; free with url_canon_free(). */
+/* p may be NULL for the defaults. NULL when memory runs out (errno
+ * ENOMEM) or p->max_url_bytes is outside URL_MIN_BYTES..URL_MAX_BYTES
+ * (errno EINVAL). Caller owns the result; free with url_canon_free(). */
 url_canon *url_canon_new(const url_policy *p);
 void url_canon_free(url_canon *c);
 
