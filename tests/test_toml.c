@@ -103,6 +103,21 @@ static const char *conformance_dir(void)
     return d && *d ? d : "../shared/conformance";
 }
 
+/* Fails with where the cases are expected and how to get them, when dir
+ * holds none (a clone without ../shared, say): "0 cases" alone says neither. */
+static void require_cases(const char *dir, size_t n)
+{
+    if (n > 0)
+        return;
+    fail_msg("no TOML conformance cases under %s. The tests read the toml-test suite's "
+             "cases (github.com/toml-lang/toml-test, commit d168c2a4: valid/ and invalid/ "
+             "as described in the data's README.md) from ../shared/conformance beside the "
+             "checkout, or from the folder CRAWLD_CONFORMANCE names: put a copy there, or "
+             "run CRAWLD_CONFORMANCE=/path/to/conformance make test (see README.md, "
+             "\"Configuration\").",
+             dir);
+}
+
 /* --------------------------------------------------- tagged JSON compare */
 
 static int is_tagged(json_t *j)
@@ -200,6 +215,7 @@ static void conformance_valid(void **state)
     snprintf(dir, sizeof dir, "%s/toml/valid", conformance_dir());
     pathlist l = {0};
     collect(dir, ".toml", &l);
+    require_cases(dir, l.n);
     qsort(l.v, l.n, sizeof *l.v, cmp_str);
     int failed = 0;
     for (size_t i = 0; i < l.n; i++) {
@@ -243,6 +259,7 @@ static void conformance_invalid(void **state)
     snprintf(dir, sizeof dir, "%s/toml/invalid", conformance_dir());
     pathlist l = {0};
     collect(dir, ".toml", &l);
+    require_cases(dir, l.n);
     qsort(l.v, l.n, sizeof *l.v, cmp_str);
     int failed = 0;
     int verbose = getenv("TOML_VERBOSE") != NULL;
@@ -1477,6 +1494,7 @@ static void oom_conformance_documents(void **state)
     snprintf(dir, sizeof dir, "%s/toml", conformance_dir());
     pathlist l = {0};
     collect(dir, ".toml", &l);
+    require_cases(dir, l.n);
     assert_int_equal(l.n, 65 + 64);
     for (size_t i = 0; i < l.n; i++) {
         size_t len;
