@@ -9,9 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include <cmocka.h>
 
 #include "common/buf.h"
+#include "storage/db.h"
+#include "tests/support/testbuf.h"
 #include "tests/support/proc.h"
 #include "tests/support/testsite.h"
 
@@ -334,9 +338,80 @@ static void robots_fetches_from_the_site(void **state)
     testsite_stop(&ts);
 }
 
+/* A state folder whose stored figures are value (NULL: none). */
+static void make_state(char *dir, size_t len, const char *value)
+{
+    char err[256];
+    snprintf(dir, len, "/tmp/crawld-cli-stats-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    db *d = db_open(dir, NULL, err, sizeof err);
+    assert_non_null(d);
+    if (value != NULL && strlen(value) < 60000)
+        assert_int_equal(db_put_meta(d, "stats", value), 0);
+    assert_int_equal(db_close(d), 0);
+    if (value != NULL && strlen(value) >= 60000) { /* past what db_put_meta takes */
+        char path[512];
+        sqlite3 *h = NULL;
+        sqlite3_stmt *st = NULL;
+        snprintf(path, sizeof path, "%s/crawld.db", dir);
+        assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO meta(key, value) VALUES('stats', ?)",
+                                            -1, &st, NULL), SQLITE_OK);
+        sqlite3_bind_text(st, 1, value, -1, SQLITE_STATIC);
+        assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+        sqlite3_close(h);
+    }
+}
+
+static void remove_state(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* crawld stats says why it shows no figures: unreadable or too large. */
+static void stats_says_why_figures_are_missing(void **state)
+{
+    (void)state;
+    char dir[64];
+    make_state(dir, sizeof dir, "{\"pages\": 3, broken");
+    const char *a1[] = { "stats", "--state", dir, NULL };
+    result r = run(a1);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.err.data, "the stored figures are not readable"));
+    assert_non_null(strstr(r.out.data, "database ("));
+    done(&r);
+    remove_state(dir);
+
+    size_t big = (size_t)3 << 19; /* 1.5 MiB of valid JSON */
+    char *v = malloc(big + 1);
+    assert_non_null(v);
+    memset(v, ' ', big);
+    memcpy(v, "{\"pages\": 3}", 12);
+    v[big] = '\0';
+    make_state(dir, sizeof dir, v);
+    free(v);
+    result r2 = run(a1);
+    assert_int_equal(r2.rc, 0);
+    assert_non_null(strstr(r2.err.data, "were not read"));
+    assert_non_null(strstr(r2.out.data, "database ("));
+    done(&r2);
+    remove_state(dir);
+
+    make_state(dir, sizeof dir, NULL); /* no figures yet: no complaint */
+    result r3 = run(a1);
+    assert_int_equal(r3.rc, 0);
+    assert_null(strstr(r3.err.data, "stored figures"));
+    done(&r3);
+    remove_state(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(stats_says_why_figures_are_missing),
         cmocka_unit_test(help_lists_every_subcommand),
         cmocka_unit_test(every_subcommand_has_help),
         cmocka_unit_test(no_arguments_is_a_usage_error),

@@ -2,6 +2,7 @@
  * running crawl from its database: the figures the daemon stores as it
  * goes (the same JSON /v1/status serves, so the text matches the daemon's
  * own summary) and the row counts by state, read live. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ static const char usage[] =
     "  --samples     with --json: include every stored sample\n";
 
 #define STATS_MAX_HOSTS 1000
+#define STATS_TEXT_MAX ((size_t)1 << 20) /* the stored figures we read at most */
 
 /* Adds "hosts", "hosts_total" and "samples" from report_load's object. */
 static void add_figures(json_t *st, json_t *fig, const char *dir, bool with_rows)
@@ -90,7 +92,7 @@ int cmd_stats(int argc, char **argv)
         dir = cfg.storage.state_dir;
     int rc = 1;
     char err[512];
-    static char text[1 << 20];
+    static char text[STATS_TEXT_MAX + 1]; /* the db caps a meta value far below */
     json_t *st = NULL;
     db_reader *rd = db_reader_open_dir(dir, err, sizeof err);
     if (rd == NULL) {
@@ -98,9 +100,23 @@ int cmd_stats(int argc, char **argv)
         goto out;
     }
     int g = db_reader_get_meta(rd, "stats", text, sizeof text);
-    if (g == 0) {
+    if (g == 0 && strlen(text) == sizeof text - 1) {
+        /* the reader truncates to the buffer: say so, do not parse half */
+        fprintf(stderr, "crawld stats: %s: the stored figures pass %zu bytes and were not read; "
+                        "showing the row counts only\n", dir, sizeof text - 1);
+    } else if (g == 0) {
         json_error_t jerr;
         st = json_loads(text, 0, &jerr);
+        if (st == NULL || !json_is_object(st)) {
+            fprintf(stderr, "crawld stats: %s: the stored figures are not readable (%s); "
+                            "showing the row counts only\n", dir,
+                    st == NULL ? jerr.text : "not a JSON object");
+            json_decref(st);
+            st = NULL;
+        }
+    } else if (g != -ENOENT) {
+        fprintf(stderr, "crawld stats: %s: cannot read the stored figures: %s; showing the row "
+                        "counts only\n", dir, strerror(-g));
     }
     if (st == NULL)
         st = json_object(); /* a crawl that stored no figures yet: counts only */
