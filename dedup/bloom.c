@@ -259,7 +259,7 @@ out:
     return p;
 }
 
-struct stage *stage_alloc(bloom *bf, unsigned index, uint64_t nblocks, unsigned k,
+struct stage *bloom_stage_alloc(bloom *bf, unsigned index, uint64_t nblocks, unsigned k,
                           unsigned lines, uint64_t capacity, double error)
 {
     if (nblocks == 0 || nblocks > MAX_STAGE_BYTES / (64u * lines))
@@ -334,7 +334,7 @@ static struct stage *stage_create(bloom *bf, unsigned i)
     struct geom g;
     if (stage_geom(bf, i, &g) != 0)
         return NULL;
-    return stage_alloc(bf, i, g.nblocks, g.k, g.lines, stage_capacity(bf, i), stage_error(bf, i));
+    return bloom_stage_alloc(bf, i, g.nblocks, g.k, g.lines, stage_capacity(bf, i), stage_error(bf, i));
 }
 
 static inline uint64_t mix64(uint64_t z)
@@ -398,7 +398,7 @@ static inline unsigned stage_set(struct stage *st, hash_fp fp)
     return newbits;
 }
 
-uint64_t stage_count(const struct stage *st)
+uint64_t bloom_stage_items(const struct stage *st)
 {
     uint64_t n = 0;
     for (unsigned i = 0; i < NSLOT; i++)
@@ -578,7 +578,7 @@ void bloom_get_params(const bloom *bf, bloom_params *out) { *out = bf->params; }
 static void maybe_grow(bloom *bf, struct shard *sh, unsigned idx, int retry)
 {
     struct stage *st = sh->stages[idx];
-    if (stage_count(st) < st->capacity || idx + 1 >= bf->params.max_stages)
+    if (bloom_stage_items(st) < st->capacity || idx + 1 >= bf->params.max_stages)
         return;
     if (retry) {
         if (pthread_mutex_trylock(&sh->lock) != 0)
@@ -701,7 +701,7 @@ void bloom_query_many(const bloom *bf, const hash_fp *fps, size_t n, uint8_t *pr
 static void stage_info(const struct stage *st, bloom_stage_info *o)
 {
     o->capacity = st->capacity;
-    o->count = stage_count(st);
+    o->count = bloom_stage_items(st);
     o->bits = st->nblocks * LINE_BITS * st->lines;
     o->set_bits = stage_set_bits(st);
     o->k = st->k;

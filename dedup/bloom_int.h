@@ -78,9 +78,9 @@ struct bloom {
 int bloom_alloc(const bloom_params *p, bloom **out /* OUT */);
 /* A zeroed stage of nblocks blocks (position index in its chain), or NULL
  * when it is too large or memory runs out; the caller publishes it. */
-struct stage *stage_alloc(bloom *bf, unsigned index, uint64_t nblocks, unsigned k,
+struct stage *bloom_stage_alloc(bloom *bf, unsigned index, uint64_t nblocks, unsigned k,
                           unsigned lines, uint64_t capacity, double error);
 /* New items added to st (the sum over its counter slots). */
-uint64_t stage_count(const struct stage *st);
+uint64_t bloom_stage_items(const struct stage *st);
 
 #endif

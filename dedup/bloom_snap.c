@@ -162,7 +162,7 @@ static int write_snapshot(bloom *bf, cr_afile *af, uint64_t hwm, const uint8_t *
         for (unsigned i = 0; i < n; i++) {
             struct stage *st = sh->stages[i];
             wr_u64(&w, st->capacity);
-            wr_u64(&w, stage_count(st));
+            wr_u64(&w, bloom_stage_items(st));
             wr_u64(&w, st->nblocks);
             wr_u64(&w, dbits(st->error));
             wr_u32(&w, st->k);
@@ -360,7 +360,7 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
             }
             if (s == 0 && i == 0) /* as bloom_new would decide */
                 bf->arena_on = nb * 64u * lines * p.shards >= HUGE_PAGE;
-            struct stage *st = stage_alloc(bf, i, nb, k, lines, cap, e);
+            struct stage *st = bloom_stage_alloc(bf, i, nb, k, lines, cap, e);
             if (st == NULL)
                 goto nomem;
             sh->stages[i] = st;

@@ -7,14 +7,14 @@
 
 #include "common/alloc.h"
 
-int q_insert(fqueue *q, const fentry *e)
+int fqueue_insert(fqueue *q, const fentry *e)
 {
     size_t lo = 0, hi = q->n;
 
     while (lo < hi) { /* first position whose key is greater */
         size_t mid = lo + (hi - lo) / 2;
-        const fentry *m = q_at(q, mid);
-        if (key_cmp(m->depth, m->id, e->depth, e->id) < 0)
+        const fentry *m = fqueue_at(q, mid);
+        if (fqueue_key_cmp(m->depth, m->id, e->depth, e->id) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -68,7 +68,7 @@ static void q_shrink(fqueue *q)
     }
 }
 
-fentry q_pop_front(fqueue *q)
+fentry fqueue_pop_front(fqueue *q)
 {
     fentry e = q->v[q->head];
     q->head++;
@@ -77,7 +77,7 @@ fentry q_pop_front(fqueue *q)
     return e;
 }
 
-fentry q_pop_back(fqueue *q)
+fentry fqueue_pop_back(fqueue *q)
 {
     fentry e = q->v[q->head + q->n - 1];
     q->n--;

@@ -21,7 +21,7 @@ typedef struct fentry {
 } fentry;
 
 /* <0, 0, >0 as key (d1, i1) sorts before, equal to, after (d2, i2). */
-static inline int key_cmp(int32_t d1, int64_t i1, int32_t d2, int64_t i2)
+static inline int fqueue_key_cmp(int32_t d1, int64_t i1, int32_t d2, int64_t i2)
 {
     if (d1 != d2)
         return d1 < d2 ? -1 : 1;
@@ -37,14 +37,14 @@ typedef struct fqueue {
 } fqueue;
 
 /* The i-th entry from the front; i < q->n. */
-static inline fentry *q_at(fqueue *q, size_t i) { return &q->v[q->head + i]; }
+static inline fentry *fqueue_at(fqueue *q, size_t i) { return &q->v[q->head + i]; }
 
 /* Inserts a copy of *e at its key's place (after equal keys). 0, or
  * -ENOMEM with the queue unchanged. */
-int q_insert(fqueue *q, const fentry *e);
+int fqueue_insert(fqueue *q, const fentry *e);
 /* Removes and returns the first (smallest key) entry; q->n > 0. */
-fentry q_pop_front(fqueue *q);
+fentry fqueue_pop_front(fqueue *q);
 /* Removes and returns the last (largest key) entry; q->n > 0. */
-fentry q_pop_back(fqueue *q);
+fentry fqueue_pop_back(fqueue *q);
 
 #endif

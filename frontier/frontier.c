@@ -268,7 +268,7 @@ static void entry_free(fentry *e) { cr_free(e->url); }
 static void host_free(fhost *h)
 {
     for (size_t i = 0; i < h->q.n; i++)
-        entry_free(q_at(&h->q, i));
+        entry_free(fqueue_at(&h->q, i));
     cr_free(h->q.v);
     for (size_t i = 0; i < h->nretry; i++)
         entry_free(&h->retry[i]);
@@ -344,8 +344,8 @@ static void host_ready_key(const frontier *f, fhost *h)
         return;
     }
     if (host_has_new(f, h) && h->q.n > 0)
-        best = q_at(&h->q, 0);
-    if (h->nretry > 0 && (best == NULL || key_cmp(h->retry[0].depth, h->retry[0].id,
+        best = fqueue_at(&h->q, 0);
+    if (h->nretry > 0 && (best == NULL || fqueue_key_cmp(h->retry[0].depth, h->retry[0].id,
                                                   best->depth, best->id) < 0))
         best = &h->retry[0];
     if (best != NULL) {
@@ -425,7 +425,7 @@ static void migrate(frontier *f, int64_t now)
 static void cursor_before(fhost *h, int32_t depth, int64_t id)
 {
     /* rows after (depth, id - 1) include (depth, id) */
-    if (!h->more || key_cmp(depth, id - 1, h->cur_depth, h->cur_id) < 0) {
+    if (!h->more || fqueue_key_cmp(depth, id - 1, h->cur_depth, h->cur_id) < 0) {
         h->cur_depth = depth;
         h->cur_id = id - 1;
     }
@@ -437,8 +437,8 @@ static size_t evict_tail(frontier *f, fhost *v, size_t n)
 {
     size_t k = 0;
     while (k < n && v->q.n > 0) {
-        fentry e = q_pop_back(&v->q);
-        bit_clear(&f->known, e.id);
+        fentry e = fqueue_pop_back(&v->q);
+        idset_clear(&f->known, e.id);
         cursor_before(v, e.depth, e.id);
         entry_free(&e);
         f->mem--;
@@ -454,8 +454,8 @@ static size_t evict_tail(frontier *f, fhost *v, size_t n)
 static void requeue_all(frontier *f, fhost *h)
 {
     while (h->q.n > 0) {
-        fentry e = q_pop_back(&h->q);
-        bit_clear(&f->known, e.id);
+        fentry e = fqueue_pop_back(&h->q);
+        idset_clear(&f->known, e.id);
         cursor_before(h, e.depth, e.id);
         entry_free(&e);
         f->mem--;
@@ -504,7 +504,7 @@ static int refill_row(void *ud, const db_row *row)
     frontier *f = c->f;
     fentry e;
 
-    if (bit_get(&f->known, row->id)) {
+    if (idset_get(&f->known, row->id)) {
         c->seen_any = true;
         c->last_depth = row->depth;
         c->last_id = row->id;
@@ -520,13 +520,13 @@ static int refill_row(void *ud, const db_row *row)
     e.kind = row->kind;
     e.attempts = row->attempts;
     e.url = cr_strndup(row->fetch_url, row->fetch_url_len); /* what is requested */
-    if (e.url == NULL || bit_set(&f->known, row->id) != 0) {
+    if (e.url == NULL || idset_set(&f->known, row->id) != 0) {
         cr_free(e.url);
         c->stopped = true;
         return 1;
     }
-    if (q_insert(&c->h->q, &e) != 0) {
-        bit_clear(&f->known, row->id);
+    if (fqueue_insert(&c->h->q, &e) != 0) {
+        idset_clear(&f->known, row->id);
         cr_free(e.url);
         c->stopped = true;
         return 1;
@@ -711,7 +711,7 @@ void frontier_free(frontier *f)
     cr_free(f->hb);
     for (int i = 0; i < HEAP_COUNT; i++)
         cr_free(f->heap[i].v);
-    bits_release(&f->known);
+    idset_release(&f->known);
     if (f->rd != NULL)
         db_reader_free(f->rd);
     cr_free(f->opq);
@@ -735,7 +735,7 @@ int frontier_push(frontier *f, int64_t id, const char *url, size_t url_len, cons
         return -EINVAL;
     pthread_mutex_lock(&f->lock);
     f->st.pushes++;
-    if (bit_get(&f->known, id)) {
+    if (idset_get(&f->known, id)) {
         f->st.pushes_known++;
         goto out;
     }
@@ -757,8 +757,8 @@ int frontier_push(frontier *f, int64_t id, const char *url, size_t url_len, cons
     e.kind = kind;
     if (f->mem < f->o.max_in_memory) {
         e.url = cr_strndup(url, url_len);
-        if (e.url != NULL && bit_set(&f->known, id) == 0) {
-            if (q_insert(&h->q, &e) == 0) {
+        if (e.url != NULL && idset_set(&f->known, id) == 0) {
+            if (fqueue_insert(&h->q, &e) == 0) {
                 f->mem++;
                 if (f->mem > f->st.mem_peak)
                     f->st.mem_peak = f->mem;
@@ -766,7 +766,7 @@ int frontier_push(frontier *f, int64_t id, const char *url, size_t url_len, cons
                 rc = 1;
                 goto out;
             }
-            bit_clear(&f->known, id);
+            idset_clear(&f->known, id);
         }
         cr_free(e.url); /* out of memory: like a full budget */
     }
@@ -816,7 +816,7 @@ static int host_take(frontier *f, fhost *h, int64_t now, fentry *out, bool *was_
     int rc;
 
     if (new_ok && h->more &&
-        (h->q.n == 0 || key_cmp(q_at(&h->q, 0)->depth, q_at(&h->q, 0)->id, h->cur_depth,
+        (h->q.n == 0 || fqueue_key_cmp(fqueue_at(&h->q, 0)->depth, fqueue_at(&h->q, 0)->id, h->cur_depth,
                                 h->cur_id) > 0)) {
         /* SQLite holds rows before the whole queue: give the queue back and
          * read a full batch in order (it comes back with them) */
@@ -826,10 +826,10 @@ static int host_take(frontier *f, fhost *h, int64_t now, fentry *out, bool *was_
             return rc;
     }
     if (new_ok && h->q.n > 0)
-        head = q_at(&h->q, 0);
+        head = fqueue_at(&h->q, 0);
     if (h->nretry > 0 && (h->retry[0].not_before <= now || h->given_up) &&
         (head == NULL ||
-         key_cmp(h->retry[0].depth, h->retry[0].id, head->depth, head->id) < 0)) {
+         fqueue_key_cmp(h->retry[0].depth, h->retry[0].id, head->depth, head->id) < 0)) {
         retry_remove_front(h, out);
         *was_retry = true;
         f->mem--;
@@ -837,7 +837,7 @@ static int host_take(frontier *f, fhost *h, int64_t now, fentry *out, bool *was_
     }
     if (head == NULL)
         return 0;
-    *out = q_pop_front(&h->q);
+    *out = fqueue_pop_front(&h->q);
     *was_retry = false;
     f->mem--;
     return 1;
@@ -868,8 +868,8 @@ static void count_page(frontier *f, fhost *h)
     if (f->o.max_pages_per_host > 0 && h->pages >= f->o.max_pages_per_host && !h->capped) {
         h->capped = true;
         while (h->q.n > 0) { /* the rest waits in SQLite */
-            fentry e = q_pop_back(&h->q);
-            bit_clear(&f->known, e.id);
+            fentry e = fqueue_pop_back(&h->q);
+            idset_clear(&f->known, e.id);
             cursor_before(h, e.depth, e.id);
             entry_free(&e);
             f->mem--;
@@ -1138,7 +1138,7 @@ int frontier_done(frontier *f, frontier_job *job, const frontier_outcome *o, int
     memset(&op, 0, sizeof(op));
     pthread_mutex_lock(&f->lock);
     h = host_find(f, job->host);
-    if (h == NULL || h->in_flight <= 0 || !bit_get(&f->known, job->id)) {
+    if (h == NULL || h->in_flight <= 0 || !idset_get(&f->known, job->id)) {
         pthread_mutex_unlock(&f->lock);
         return -EINVAL;
     }
@@ -1317,7 +1317,7 @@ int frontier_return(frontier *f, frontier_job *job)
     pthread_mutex_lock(&f->lock);
     h = host_find(f, job->host);
     if (h == NULL || h->in_flight <= 0 || (job->is_robots && !h->robots_fetching) ||
-        (!job->is_robots && !bit_get(&f->known, job->id))) {
+        (!job->is_robots && !idset_get(&f->known, job->id))) {
         pthread_mutex_unlock(&f->lock);
         return -EINVAL;
     }

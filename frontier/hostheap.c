@@ -13,7 +13,7 @@ static bool heap_less(int which, const fhost *a, const fhost *b)
             return a->sched_t < b->sched_t;
         break;
     case HEAP_READY: {
-        int c = key_cmp(a->rdepth, a->rid, b->rdepth, b->rid);
+        int c = fqueue_key_cmp(a->rdepth, a->rid, b->rdepth, b->rid);
         if (c != 0)
             return c < 0;
         break;

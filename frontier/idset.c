@@ -6,7 +6,7 @@
 
 #include "common/alloc.h"
 
-int bit_get(const idbits *b, int64_t id)
+int idset_get(const idbits *b, int64_t id)
 {
     uint64_t c = (uint64_t)id >> CHUNK_BITS, i = (uint64_t)id & ((1u << CHUNK_BITS) - 1);
     if (c >= b->n || b->chunk[c] == NULL)
@@ -14,7 +14,7 @@ int bit_get(const idbits *b, int64_t id)
     return (int)((b->chunk[c][i >> 6] >> (i & 63)) & 1);
 }
 
-int bit_set(idbits *b, int64_t id)
+int idset_set(idbits *b, int64_t id)
 {
     uint64_t c = (uint64_t)id >> CHUNK_BITS, i = (uint64_t)id & ((1u << CHUNK_BITS) - 1);
     if (c >= b->n) {
@@ -37,14 +37,14 @@ int bit_set(idbits *b, int64_t id)
     return 0;
 }
 
-void bit_clear(idbits *b, int64_t id)
+void idset_clear(idbits *b, int64_t id)
 {
     uint64_t c = (uint64_t)id >> CHUNK_BITS, i = (uint64_t)id & ((1u << CHUNK_BITS) - 1);
     if (c < b->n && b->chunk[c] != NULL)
         b->chunk[c][i >> 6] &= ~((uint64_t)1 << (i & 63));
 }
 
-void bits_release(idbits *b)
+void idset_release(idbits *b)
 {
     for (size_t i = 0; i < b->n; i++)
         cr_free(b->chunk[i]);

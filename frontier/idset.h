@@ -4,7 +4,7 @@
  * frontier.c for what "known" means there). Bits live in chunks of
  * 2^CHUNK_BITS ids (8 KiB each), allocated the first time one of their ids
  * is set, so a sparse id range costs little. Zero-initialize; free with
- * bits_release(). Not thread-safe: frontier.c calls it under its lock. */
+ * idset_release(). Not thread-safe: frontier.c calls it under its lock. */
 #ifndef CRAWLD_IDSET_H
 #define CRAWLD_IDSET_H
 
@@ -19,12 +19,12 @@ typedef struct idbits {
 } idbits;
 
 /* 1 if id's bit is set, else 0. */
-int bit_get(const idbits *b, int64_t id);
+int idset_get(const idbits *b, int64_t id);
 /* Sets id's bit. 0, or -ENOMEM (nothing changed). */
-int bit_set(idbits *b, int64_t id);
+int idset_set(idbits *b, int64_t id);
 /* Clears id's bit (nothing to do if its chunk was never allocated). */
-void bit_clear(idbits *b, int64_t id);
+void idset_clear(idbits *b, int64_t id);
 /* Frees every chunk; *b may be zeroed and reused after. */
-void bits_release(idbits *b);
+void idset_release(idbits *b);
 
 #endif

@@ -212,13 +212,13 @@ typedef struct gz {
     int level;
 } gz;
 
-voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+voidpf warc_z_alloc(voidpf opaque, uInt items, uInt size)
 {
     (void)opaque;
     return cr_malloc((size_t)items * size);
 }
 
-void z_free(voidpf opaque, voidpf p)
+void warc_z_free(voidpf opaque, voidpf p)
 {
     (void)opaque;
     cr_free(p);
@@ -264,8 +264,8 @@ static int gz_member(gz *g, gbuf *out, const span *parts, size_t n)
 {
     if (!g->init) {
         memset(&g->z, 0, sizeof g->z);
-        g->z.zalloc = z_alloc;
-        g->z.zfree = z_free;
+        g->z.zalloc = warc_z_alloc;
+        g->z.zfree = warc_z_free;
         int zr = deflateInit2(&g->z, g->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
         if (zr != Z_OK)
             return zr == Z_MEM_ERROR ? -ENOMEM : -EIO;
@@ -639,14 +639,14 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-int path_of(const warc_writer *w, const char *name, char *out, size_t outlen)
+int warc_path_of(const warc_writer *w, const char *name, char *out, size_t outlen)
 {
     int n = snprintf(out, outlen, "%s/%s", w->dir, name);
     return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
 /* Reads a whole file (at most max bytes) into b. A missing file is empty. */
-int read_file(const char *path, size_t max, cr_buf *b)
+int warc_read_file(const char *path, size_t max, cr_buf *b)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -686,11 +686,11 @@ static int line_cmp(const void *a, const void *b)
 
 /* Writes lines, sorted bytewise, to DIR/idx_name through common/atomic_file
  * (temp file, fsync, rename, fsync of the folder). */
-int index_write_sorted(const warc_writer *w, const char *idx_name, line_ref *lines, size_t n)
+int warc_index_write_sorted(const warc_writer *w, const char *idx_name, line_ref *lines, size_t n)
 {
     char path[PATH_MAX];
     cr_afile af;
-    int rc = path_of(w, idx_name, path, sizeof path);
+    int rc = warc_path_of(w, idx_name, path, sizeof path);
     if (rc < 0)
         return rc;
     qsort(lines, n, sizeof *lines, line_cmp);
@@ -707,7 +707,7 @@ int index_write_sorted(const warc_writer *w, const char *idx_name, line_ref *lin
 }
 
 /* Splits b into complete lines (a torn last line is dropped). */
-int split_lines(const cr_buf *b, line_ref **out, size_t *n)
+int warc_split_lines(const cr_buf *b, line_ref **out, size_t *n)
 {
     size_t count = 0;
     for (size_t i = 0; i < b->len; i++)
@@ -733,7 +733,7 @@ int split_lines(const cr_buf *b, line_ref **out, size_t *n)
 static int index_sort(const warc_writer *w, const char *idx_name)
 {
     char path[PATH_MAX];
-    int rc = path_of(w, idx_name, path, sizeof path);
+    int rc = warc_path_of(w, idx_name, path, sizeof path);
     if (rc < 0)
         return rc;
     struct stat sb;
@@ -745,11 +745,11 @@ static int index_sort(const warc_writer *w, const char *idx_name)
     cr_buf_init(&b, 0);
     line_ref *lines = NULL;
     size_t n = 0;
-    rc = read_file(path, INDEX_SORT_MAX, &b);
+    rc = warc_read_file(path, INDEX_SORT_MAX, &b);
     if (rc == 0)
-        rc = split_lines(&b, &lines, &n);
+        rc = warc_split_lines(&b, &lines, &n);
     if (rc == 0)
-        rc = index_write_sorted(w, idx_name, lines, n);
+        rc = warc_index_write_sorted(w, idx_name, lines, n);
     cr_free(lines);
     cr_buf_release(&b);
     return rc;
@@ -810,9 +810,9 @@ static int file_start(warc_writer *w)
         return -ENAMETOOLONG;
     memcpy(w->idx_name, w->name, (size_t)n - 8);
     memcpy(w->idx_name + n - 8, ".cdxj", 6);
-    rc = path_of(w, w->name, path, sizeof path);
+    rc = warc_path_of(w, w->name, path, sizeof path);
     if (rc == 0)
-        rc = path_of(w, w->idx_name, ipath, sizeof ipath);
+        rc = warc_path_of(w, w->idx_name, ipath, sizeof ipath);
     if (rc < 0)
         return rc;
 

@@ -69,18 +69,18 @@ typedef struct line_ref {
 } line_ref;
 
 /* zlib's allocator hooks, over common/alloc (so the failure hook reaches zlib). */
-voidpf z_alloc(voidpf opaque, uInt items, uInt size);
-void z_free(voidpf opaque, voidpf p);
+voidpf warc_z_alloc(voidpf opaque, uInt items, uInt size);
+void warc_z_free(voidpf opaque, voidpf p);
 /* DIR/name into out. 0 or -ENAMETOOLONG. */
-int path_of(const warc_writer *w, const char *name, char *out, size_t outlen);
+int warc_path_of(const warc_writer *w, const char *name, char *out, size_t outlen);
 /* Reads a whole file (at most max bytes) into b. A missing file is empty. */
-int read_file(const char *path, size_t max, cr_buf *b);
+int warc_read_file(const char *path, size_t max, cr_buf *b);
 /* Writes lines, sorted bytewise, to DIR/idx_name through a temp file that
  * is fsynced and renamed over it. */
-int index_write_sorted(const warc_writer *w, const char *idx_name, line_ref *lines, size_t n);
+int warc_index_write_sorted(const warc_writer *w, const char *idx_name, line_ref *lines, size_t n);
 /* Splits b into complete lines (a torn last line is dropped). Caller frees
  * *out with cr_free. */
-int split_lines(const cr_buf *b, line_ref **out, size_t *n);
+int warc_split_lines(const cr_buf *b, line_ref **out, size_t *n);
 
 /* Crash recovery (warc_recover.c): repairs the newest file of the prefix
  * and its index, and sets w->next_serial. 0, or < 0 with err filled. */

@@ -56,8 +56,8 @@ static int scan_members(int fd, u64vec *ends)
 {
     z_stream z;
     memset(&z, 0, sizeof z);
-    z.zalloc = z_alloc;
-    z.zfree = z_free;
+    z.zalloc = warc_z_alloc;
+    z.zfree = warc_z_free;
     if (inflateInit2(&z, 15 + 16) != Z_OK)
         return -ENOMEM;
     int rc = 0;
@@ -156,9 +156,9 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
     memcpy(idx_name, name, nl - 8);
     memcpy(idx_name + nl - 8, ".cdxj", 6);
     int rc;
-    rc = path_of(w, name, path, sizeof path);
+    rc = warc_path_of(w, name, path, sizeof path);
     if (rc == 0)
-        rc = path_of(w, idx_name, ipath, sizeof ipath);
+        rc = warc_path_of(w, idx_name, ipath, sizeof ipath);
     if (rc < 0)
         return rc;
     u64vec ends = {NULL, 0, 0};
@@ -182,9 +182,9 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
         cr_errf(err, errlen, "warc: cannot scan %s: %s", path, strerror(-rc));
         goto out;
     }
-    rc = read_file(ipath, INDEX_READ_MAX, &idx);
+    rc = warc_read_file(ipath, INDEX_READ_MAX, &idx);
     if (rc == 0)
-        rc = split_lines(&idx, &lines, &nlines);
+        rc = warc_split_lines(&idx, &lines, &nlines);
     if (rc < 0) {
         cr_errf(err, errlen, "warc: cannot read %s: %s", ipath, strerror(-rc));
         goto out;
@@ -230,7 +230,7 @@ static int recover_file(warc_writer *w, const char *name, bool *removed, char *e
         rc = -errno;
         goto out;
     }
-    rc = index_write_sorted(w, idx_name, lines, kept);
+    rc = warc_index_write_sorted(w, idx_name, lines, kept);
     if (rc < 0) {
         cr_errf(err, errlen, "warc: cannot rewrite %s: %s", ipath, strerror(-rc));
         goto out;
@@ -284,7 +284,7 @@ static int find_newest(warc_writer *w, char *newest, size_t len, int64_t *max_se
         if (n > 9 && strncmp(e->d_name, w->prefix, pl) == 0 &&
             strcmp(e->d_name + n - 9, ".cdxj.tmp") == 0) {
             char path[PATH_MAX];
-            if (path_of(w, e->d_name, path, sizeof path) == 0)
+            if (warc_path_of(w, e->d_name, path, sizeof path) == 0)
                 unlink(path);
             continue;
         }
