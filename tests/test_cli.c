@@ -338,6 +338,59 @@ static void robots_fetches_from_the_site(void **state)
     testsite_stop(&ts);
 }
 
+/* Every value option of every subcommand, given last with no value, gets
+ * the same one-line error and exit 2 (one option table, one parser). */
+static void missing_value_is_handled_the_same_everywhere(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        { "run", "--seeds" },        { "dedup", "--verify" },   { "dedup", "--state" },
+        { "dedup", "--stats-json" }, { "stats", "--state" },    { "report", "--state" },
+        { "report", "-o" },          { "report", "--output" },  { "check-config", "-c" },
+        { "check-config", "--set" }, { "canon", "--base" },     { "links", "--base" },
+        { "links", "--content-type" }, { "robots", "--file" },  { "robots", "--url" },
+        { "robots", "--agent" },     { "run", "--config" },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const char *args[] = { cases[k][0], cases[k][1], NULL };
+        result r = run(args);
+        char want[160];
+        snprintf(want, sizeof want, "crawld %s: option '%s' needs a value", cases[k][0],
+                 cases[k][1]);
+        if (r.rc != 2 || strncmp(r.err.data, want, strlen(want)) != 0 || count_lines(r.err.data) != 1)
+            fail_msg("crawld %s %s: exit %d, stderr '%s'", cases[k][0], cases[k][1], r.rc,
+                     r.err.data);
+        done(&r);
+    }
+}
+
+/* --name=value works for every value option; a flag given a value is an error. */
+static void equals_form_and_flag_values(void **state)
+{
+    (void)state;
+    const char *a1[] = { "canon", "--base=http://a.example/x/", "y", NULL };
+    result r = run(a1);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out.data, "http://a.example/x/y\n");
+    done(&r);
+    const char *a2[] = { "stats", "--json=yes", NULL };
+    r = run(a2);
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err.data, "crawld stats: option '--json' takes no value"));
+    done(&r);
+    const char *a3[] = { "links", "a.html", "b.html", NULL };
+    r = run(a3);
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err.data, "'b.html' is a second"));
+    done(&r);
+    const char *a4[] = { "report", "--help", NULL }; /* options listed from the table */
+    r = run(a4);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out.data, "-o, --output FILE"));
+    assert_non_null(strstr(r.out.data, "--state DIR"));
+    done(&r);
+}
+
 /* A state folder whose stored figures are value (NULL: none). */
 static void make_state(char *dir, size_t len, const char *value)
 {
@@ -412,6 +465,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stats_says_why_figures_are_missing),
+        cmocka_unit_test(missing_value_is_handled_the_same_everywhere),
+        cmocka_unit_test(equals_form_and_flag_values),
         cmocka_unit_test(help_lists_every_subcommand),
         cmocka_unit_test(every_subcommand_has_help),
         cmocka_unit_test(no_arguments_is_a_usage_error),

@@ -20,21 +20,43 @@ typedef struct cli_conf {
     int nsets;
 } cli_conf;
 
-#define CLI_ARG_TAKEN (-1)      /* an option every command shares: go on */
-#define CLI_ARG_NOT_COMMON (-2) /* the command's own: parse it */
+/* One option of a command: the command's option table is an array of
+ * these ending with { NULL }. A value option (metavar set) stores its
+ * value in *str ("--name VALUE" or "--name=VALUE"); a flag sets *flag.
+ * Every command parses with cli_parse, so a missing value, an unknown
+ * option and --help are handled the same way everywhere. */
+typedef struct cli_opt {
+    const char *name;     /* "--state" */
+    const char *alias;    /* "-o", or NULL */
+    const char *metavar;  /* "DIR": takes a value; NULL: a flag */
+    const char **str;     /* where a value lands */
+    bool *flag;           /* where a flag lands */
+    const char *help;     /* one line for --help (may hold \n + indent) */
+} cli_opt;
 
-/* Takes argv[*i] (and its value, advancing *i) when it is an option every
- * command shares: -c/--config FILE, --set K=V (also --config=FILE,
- * --set=K=V), -h/--help (prints usage). Returns CLI_ARG_TAKEN,
- * CLI_ARG_NOT_COMMON, or the exit code the command returns now: 0 after
- * --help, 2 after a usage error (printed). */
-int cli_common_arg(cli_conf *cc, const char *cmd, const char *usage, int argc, char **argv, int *i);
+/* What a command takes besides options. */
+typedef enum cli_operands {
+    CLI_NO_OPERANDS,   /* anything else is an error */
+    CLI_ONE_OPERAND,   /* at most one, anywhere (crawld links FILE) */
+    CLI_REST_OPERANDS, /* the first operand, or "--", ends the options */
+} cli_operands;
+
+#define CLI_GO_ON (-1) /* cli_parse: the options are parsed, run the command */
+
+/* Parses argv[1..] against the shared options (-c/--config FILE, --set K=V
+ * repeated, -h/--help) and opts. OUT: *operand (CLI_ONE_OPERAND: the
+ * operand or NULL), *first (CLI_REST_OPERANDS: index of the first operand,
+ * argc if none); either may be NULL for the other kinds. Returns
+ * CLI_GO_ON, or the exit code to return now: 0 after --help (usage, then
+ * the options from the table), 2 after a usage error (one line printed:
+ * "crawld CMD: option '--x' needs a value", "unknown option", ...). */
+int cli_parse(cli_conf *cc, const char *cmd, const char *usage, const cli_opt *opts,
+              cli_operands kind, int argc, char **argv, const char **operand, int *first);
+
 /* Defaults, then the file, then every --set in order. Prints the error
  * ("crawld CMD: FILE:LINE:COL: message") and returns 1 on failure. */
 int cli_conf_load(const cli_conf *cc, const char *cmd, crawl_config *cfg, bool syntax_only);
 
-/* Prints "crawld CMD: unknown option 'X' (try 'crawld CMD --help')", returns 2. */
-int cli_bad_option(const char *cmd, const char *opt);
 
 int cmd_check_config(int argc, char **argv);
 int cmd_canon(int argc, char **argv);

@@ -21,12 +21,7 @@ static const char usage[] =
     "rejected. With no URL arguments, reads URLs from stdin, one per line.\n"
     "Exits 1 when any input was rejected. The [canon] section of the\n"
     "configuration sets the key's policy (stripped parameters, query sorting)\n"
-    "and the length limit.\n"
-    "\n"
-    "  --base URL        resolve each URL against this base (as a page's links are)\n"
-    "  --form key|fetch  which form to print (default key)\n"
-    "  -c FILE      configuration (default ./crawl.toml if present)\n"
-    "  --set K=V    override an option, e.g. --set canon.sort_query=false\n";
+    "and the length limit.\n";
 
 static int print_one(url_canon *uc, const char *base, bool fetch, const char *in, size_t len,
                      cr_buf *out)
@@ -49,32 +44,21 @@ int cmd_canon(int argc, char **argv)
     const char *base = NULL;
     bool fetch = false;
     int first = argc;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int code = cli_common_arg(&cc, "canon", usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if (strcmp(a, "--base") == 0 && i + 1 < argc) {
-            base = argv[++i];
-        } else if (strcmp(a, "--form") == 0 && i + 1 < argc) {
-            const char *v = argv[++i];
-            if (strcmp(v, "fetch") != 0 && strcmp(v, "key") != 0) {
-                fprintf(stderr, "crawld canon: --form is key or fetch, not '%s'\n", v);
-                return 2;
-            }
-            fetch = strcmp(v, "fetch") == 0;
-        } else if (strcmp(a, "--") == 0) {
-            first = i + 1;
-            break;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return cli_bad_option("canon", a);
-        } else {
-            first = i;
-            break;
-        }
+    const char *form = NULL;
+    const cli_opt opts[] = {
+        { "--base", NULL, "URL", &base, NULL,
+          "resolve each URL against this base (as a page's links are)" },
+        { "--form", NULL, "key|fetch", &form, NULL, "which form to print (default key)" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int code = cli_parse(&cc, "canon", usage, opts, CLI_REST_OPERANDS, argc, argv, NULL, &first);
+    if (code != CLI_GO_ON)
+        return code;
+    if (form != NULL && strcmp(form, "fetch") != 0 && strcmp(form, "key") != 0) {
+        fprintf(stderr, "crawld canon: --form is key or fetch, not '%s'\n", form);
+        return 2;
     }
+    fetch = form != NULL && strcmp(form, "fetch") == 0;
     crawl_config cfg;
     if (cli_conf_load(&cc, "canon", &cfg, false) != 0)
         return 1;

@@ -11,35 +11,22 @@ static const char usage[] =
     "\n"
     "Validates the configuration (FILE, default ./crawl.toml if present) with\n"
     "the --set overrides applied in order, then prints the effective\n"
-    "configuration and 'configuration OK'. Errors read FILE:LINE:COL: message.\n"
-    "\n"
-    "  -c, --config FILE   the configuration file\n"
-    "      --set K=V       override one option; V is written as in TOML,\n"
-    "                      e.g. --set 'crawl.seeds=[\"http://a/\"]'\n"
-    "      --syntax-only   check the TOML alone, ignoring unknown keys\n"
-    "      --defaults      print every option with its doc and default (the\n"
-    "                      shipped crawl.toml) and exit\n"
-    "  -h, --help          this text\n";
+    "configuration and 'configuration OK'. Errors read FILE:LINE:COL: message.\n";
 
 int cmd_check_config(int argc, char **argv)
 {
     cli_conf cc = { 0 };
     bool syntax_only = false, defaults = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int code = cli_common_arg(&cc, "check-config", usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if (strcmp(a, "--syntax-only") == 0) {
-            syntax_only = true;
-        } else if (strcmp(a, "--defaults") == 0) {
-            defaults = true;
-        } else {
-            return cli_bad_option("check-config", a);
-        }
-    }
+    const cli_opt opts[] = {
+        { "--syntax-only", NULL, NULL, NULL, &syntax_only,
+          "check the TOML alone, ignoring unknown keys" },
+        { "--defaults", NULL, NULL, NULL, &defaults,
+          "print every option with its doc and default, and exit" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int code = cli_parse(&cc, "check-config", usage, opts, CLI_NO_OPERANDS, argc, argv, NULL, NULL);
+    if (code != CLI_GO_ON)
+        return code;
     crawl_config cfg;
     if (defaults) {
         if (config_init(&cfg) < 0)

@@ -270,35 +270,27 @@ typedef struct ctl_args {
 static int parse(const char *cmd, const char *usage, int argc, char **argv, ctl_args *a,
                  bool takes_urls, crawl_config *cfg)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        int code = cli_common_arg(&a->cc, cmd, usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if ((strcmp(s, "--state") == 0 || strcmp(s, "--control") == 0) && i + 1 >= argc) {
-            fprintf(stderr, "crawld %s: option '%s' needs a value\n", cmd, s);
+    bool status = strcmp(cmd, "status") == 0;
+    const cli_opt opts[] = {
+        { "--state", NULL, "DIR", &a->dir, NULL, "the crawl's state folder (its control.sock)" },
+        { "--control", NULL, "WHERE", &a->control, NULL,
+          "the control API: a socket path, or HOST:PORT" },
+        { status ? "--json" : NULL, NULL, NULL, NULL, &a->json, "the figures as JSON" },
+        { "--metrics", NULL, NULL, NULL, &a->metrics, "the Prometheus text" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int first = argc;
+    int code = cli_parse(&a->cc, cmd, usage, opts, takes_urls ? CLI_REST_OPERANDS : CLI_NO_OPERANDS,
+                         argc, argv, NULL, takes_urls ? &first : NULL);
+    if (code != CLI_GO_ON)
+        return code;
+    for (int i = first; takes_urls && i < argc; i++) {
+        if (a->nurls == (int)(sizeof a->urls / sizeof a->urls[0])) {
+            fprintf(stderr, "crawld %s: at most %zu URLs; use '-' and stdin for more\n", cmd,
+                    sizeof a->urls / sizeof a->urls[0]);
             return 2;
         }
-        if (strcmp(s, "--state") == 0) {
-            a->dir = argv[++i];
-        } else if (strcmp(s, "--control") == 0) {
-            a->control = argv[++i];
-        } else if (strcmp(cmd, "status") == 0 && strcmp(s, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(cmd, "status") == 0 && strcmp(s, "--metrics") == 0) {
-            a->metrics = true;
-        } else if (takes_urls && (s[0] != '-' || strcmp(s, "-") == 0)) {
-            if (a->nurls == (int)(sizeof a->urls / sizeof a->urls[0])) {
-                fprintf(stderr, "crawld %s: at most %zu URLs; use '-' and stdin for more\n", cmd,
-                        sizeof a->urls / sizeof a->urls[0]);
-                return 2;
-            }
-            a->urls[a->nurls++] = s;
-        } else {
-            return cli_bad_option(cmd, s);
-        }
+        a->urls[a->nurls++] = argv[i];
     }
     if (cli_conf_load(&a->cc, cmd, cfg, false) != 0)
         return 1;

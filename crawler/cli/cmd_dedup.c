@@ -37,16 +37,7 @@ static const char usage[] =
     "on stdout, in input order. At the end, prints on stderr how many URLs each\n"
     "layer decided: Bloom NO (new for certain), Bloom MAYBE trusted, the recent\n"
     "cache, SQLite, and the false positives SQLite caught. Lines that are not\n"
-    "URLs are reported on stderr with their line number and counted.\n"
-    "\n"
-    "  --verify MODE     never: trust a Bloom MAYBE (fast; may drop about\n"
-    "                    dedup.fp_rate of the new URLs); always: settle every\n"
-    "                    MAYBE exactly (recent cache, then SQLite). Default:\n"
-    "                    dedup.verify, with in-scope meaning always here\n"
-    "  --state DIR       keep the seen-set in DIR across runs (SQLite + Bloom\n"
-    "                    snapshot); default: a temporary database\n"
-    "  --stats-json FILE write the counters as JSON to FILE\n"
-    "  -c FILE, --set K=V  configuration, as for every command\n";
+    "URLs are reported on stderr with their line number and counted.\n";
 
 #define MAX_PRINTED_REJECTS 100
 #define SNAPSHOT_NAME "bloom.snap"
@@ -329,30 +320,27 @@ int cmd_dedup(int argc, char **argv)
     cli_conf cc = { 0 };
     run r = { .verify = -1 };
     cr_buf_init(&r.held, 0);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int code = cli_common_arg(&cc, "dedup", usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if (strcmp(a, "--verify") == 0 && i + 1 < argc) {
-            const char *m = argv[++i];
-            if (strcmp(m, "never") == 0)
-                r.verify = SEEN_VERIFY_NEVER;
-            else if (strcmp(m, "always") == 0)
-                r.verify = SEEN_VERIFY_ALWAYS;
-            else {
-                fprintf(stderr, "crawld dedup: --verify takes never or always, not '%s'\n", m);
-                return 2;
-            }
-        } else if (strcmp(a, "--state") == 0 && i + 1 < argc) {
-            r.state_dir = argv[++i];
-        } else if (strcmp(a, "--stats-json") == 0 && i + 1 < argc) {
-            r.stats_json = argv[++i];
-        } else {
-            return cli_bad_option("dedup", a);
-        }
+    const char *verify = NULL;
+    const cli_opt opts[] = {
+        { "--verify", NULL, "MODE", &verify, NULL,
+          "never (trust a Bloom MAYBE) or always (settle it exactly);\n"
+          "                           default: dedup.verify, in-scope as always" },
+        { "--state", NULL, "DIR", &r.state_dir, NULL,
+          "keep the seen-set in DIR across runs (default: a temporary one)" },
+        { "--stats-json", NULL, "FILE", &r.stats_json, NULL,
+          "write the counters as JSON to FILE" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int code = cli_parse(&cc, "dedup", usage, opts, CLI_NO_OPERANDS, argc, argv, NULL, NULL);
+    if (code != CLI_GO_ON)
+        return code;
+    if (verify != NULL && strcmp(verify, "never") == 0) {
+        r.verify = SEEN_VERIFY_NEVER;
+    } else if (verify != NULL && strcmp(verify, "always") == 0) {
+        r.verify = SEEN_VERIFY_ALWAYS;
+    } else if (verify != NULL) {
+        fprintf(stderr, "crawld dedup: --verify takes never or always, not '%s'\n", verify);
+        return 2;
     }
     if (cli_conf_load(&cc, "dedup", &r.cfg, false) != 0)
         return 1;

@@ -20,10 +20,7 @@ static const char usage[] =
     "URL as the crawler would fetch it (parsed as browsers do, fragment\n"
     "dropped), resolved against the page's first <base href> and --base.\n"
     "Links the URL parser rejects (counted by reason), and links the extractor\n"
-    "drops (over a cap, data: URLs, ...), are counted on stderr.\n"
-    "\n"
-    "  --base URL           the page's own URL (relative links need one)\n"
-    "  --content-type TYPE  the Content-Type header it came with (its charset)\n";
+    "drops (over a cap, data: URLs, ...), are counted on stderr.\n";
 
 typedef struct ctx {
     url_canon *uc;
@@ -59,26 +56,16 @@ int cmd_links(int argc, char **argv)
     cli_conf cc = { 0 };
     ctx c = { 0 };
     const char *ctype = NULL, *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int code = cli_common_arg(&cc, "links", usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if (strcmp(a, "--base") == 0 && i + 1 < argc) {
-            c.page = argv[++i];
-        } else if (strcmp(a, "--content-type") == 0 && i + 1 < argc) {
-            ctype = argv[++i];
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return cli_bad_option("links", a);
-        } else if (path == NULL) {
-            path = a;
-        } else {
-            fprintf(stderr, "crawld links: one FILE at a time ('%s' is a second)\n", a);
-            return 2;
-        }
-    }
+    const cli_opt opts[] = {
+        { "--base", NULL, "URL", &c.page, NULL,
+          "the page's own URL (relative links need one)" },
+        { "--content-type", NULL, "TYPE", &ctype, NULL,
+          "the Content-Type header it came with (its charset)" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int code = cli_parse(&cc, "links", usage, opts, CLI_ONE_OPERAND, argc, argv, &path, NULL);
+    if (code != CLI_GO_ON)
+        return code;
     if (path == NULL) {
         fprintf(stderr, "crawld links: which file? (FILE, or - for stdin; see --help)\n");
         return 2;

@@ -27,36 +27,23 @@ static const char usage[] =
     "the rate predicted from the Bloom fill, the fill of each Bloom stage, pages/s,\n"
     "the frontier, status codes, the busiest hosts and the configuration. Works on\n"
     "a running crawl too (the daemon stores a sample every 2 s). The figures are\n"
-    "those of `crawld stats --json`.\n"
-    "\n"
-    "  --state DIR   the crawl's state folder\n"
-    "  -o FILE       where to write the page (default: report.html here; an\n"
-    "                existing file is replaced; '-' writes to stdout)\n";
+    "those of `crawld stats --json`.\n";
 
 int cmd_report(int argc, char **argv)
 {
     cli_conf cc = { 0 };
     const char *dir = NULL;
     const char *outp = "report.html";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int code = cli_common_arg(&cc, "report", usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if ((strcmp(a, "--state") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) &&
-            i + 1 >= argc) {
-            fprintf(stderr, "crawld report: option '%s' needs a value\n", a);
-            return 2;
-        }
-        if (strcmp(a, "--state") == 0)
-            dir = argv[++i];
-        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
-            outp = argv[++i];
-        else
-            return cli_bad_option("report", a);
-    }
+    const cli_opt opts[] = {
+        { "--state", NULL, "DIR", &dir, NULL,
+          "the crawl's state folder" },
+        { "--output", "-o", "FILE", &outp, NULL,
+          "where to write the page (default: report.html; '-': stdout)" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int code = cli_parse(&cc, "report", usage, opts, CLI_NO_OPERANDS, argc, argv, NULL, NULL);
+    if (code != CLI_GO_ON)
+        return code;
     if (outp[0] == '\0') {
         fputs("crawld report: -o needs a file name\n", stderr);
         return 2;

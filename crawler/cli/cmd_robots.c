@@ -173,29 +173,18 @@ int cmd_robots(int argc, char **argv)
     cli_conf cc = { 0 };
     const char *file = NULL, *from_url = NULL, *agent = NULL;
     int first = argc;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int code = cli_common_arg(&cc, "robots", usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if (strcmp(a, "--file") == 0 && i + 1 < argc) {
-            file = argv[++i];
-        } else if (strcmp(a, "--url") == 0 && i + 1 < argc) {
-            from_url = argv[++i];
-        } else if (strcmp(a, "--agent") == 0 && i + 1 < argc) {
-            agent = argv[++i];
-        } else if (strcmp(a, "--") == 0) {
-            first = i + 1;
-            break;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return cli_bad_option("robots", a);
-        } else {
-            first = i;
-            break;
-        }
-    }
+    const cli_opt opts[] = {
+        { "--file", NULL, "FILE", &file, NULL,
+          "the robots.txt to decide by" },
+        { "--url", NULL, "URL", &from_url, NULL,
+          "fetch the robots.txt of this URL's origin instead" },
+        { "--agent", NULL, "NAME", &agent, NULL,
+          "the user agent the rules are chosen for (default: crawl.robots_agent)" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int code = cli_parse(&cc, "robots", usage, opts, CLI_REST_OPERANDS, argc, argv, NULL, &first);
+    if (code != CLI_GO_ON)
+        return code;
     if ((file == NULL) == (from_url == NULL)) {
         fprintf(stderr, "crawld robots: give one of --file FILE or --url URL\n");
         return 2;

@@ -33,11 +33,7 @@ static const char usage[] =
     "seeds_file on SIGHUP. SIGINT/SIGTERM stop handing out URLs, let in-flight\n"
     "fetches finish (10 s grace), flush the database, snapshot the Bloom filter\n"
     "and exit 0; a second signal aborts the in-flight fetches. Running again on\n"
-    "the same storage.state_dir resumes the crawl.\n"
-    "\n"
-    "  --seeds FILE   more seed URLs, one per line\n"
-    "  -c FILE        configuration (default ./crawl.toml if present)\n"
-    "  --set K=V      override an option, e.g. --set fetch.threads=4\n";
+    "the same storage.state_dir resumes the crawl.\n";
 
 typedef struct runner {
     crawl *c;
@@ -175,19 +171,14 @@ int cmd_run(int argc, char **argv)
 {
     cli_conf cc = { 0 };
     const char *seeds_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int code = cli_common_arg(&cc, "run", usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if (strcmp(a, "--seeds") == 0 && i + 1 < argc) {
-            seeds_path = argv[++i];
-        } else {
-            return cli_bad_option("run", a);
-        }
-    }
+    const cli_opt opts[] = {
+        { "--seeds", NULL, "FILE", &seeds_path, NULL,
+          "more seed URLs, one per line" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int code = cli_parse(&cc, "run", usage, opts, CLI_NO_OPERANDS, argc, argv, NULL, NULL);
+    if (code != CLI_GO_ON)
+        return code;
     crawl_config cfg;
     if (cli_conf_load(&cc, "run", &cfg, false) != 0)
         return 1;

@@ -21,13 +21,7 @@ static const char usage[] =
     "storage.state_dir of the configuration): pages by status, links, the\n"
     "frontier, every dedup layer and the false-positive rate, as `crawld run`\n"
     "prints them at the end, and the URLs in the database by state. Works on a\n"
-    "running crawl too (the daemon stores its figures every 2 s).\n"
-    "\n"
-    "  --state DIR   the crawl's state folder\n"
-    "  --json        print JSON instead (the same figures, for scripts), with the\n"
-    "                busiest hosts (\"hosts\") and where the samples over time are\n"
-    "                (\"samples\"): the figures of `crawld report`\n"
-    "  --samples     with --json: include every stored sample\n";
+    "running crawl too (the daemon stores its figures every 2 s).\n";
 
 #define STATS_MAX_HOSTS 1000
 #define STATS_TEXT_MAX ((size_t)1 << 20) /* the stored figures we read at most */
@@ -68,23 +62,18 @@ int cmd_stats(int argc, char **argv)
     cli_conf cc = { 0 };
     const char *dir = NULL;
     bool as_json = false, with_samples = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int code = cli_common_arg(&cc, "stats", usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if (strcmp(a, "--state") == 0 && i + 1 < argc) {
-            dir = argv[++i];
-        } else if (strcmp(a, "--json") == 0) {
-            as_json = true;
-        } else if (strcmp(a, "--samples") == 0) {
-            with_samples = true;
-        } else {
-            return cli_bad_option("stats", a);
-        }
-    }
+    const cli_opt opts[] = {
+        { "--state", NULL, "DIR", &dir, NULL,
+          "the crawl's state folder" },
+        { "--json", NULL, NULL, NULL, &as_json,
+          "print JSON instead: the figures of `crawld report`" },
+        { "--samples", NULL, NULL, NULL, &with_samples,
+          "with --json: include every stored sample" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int code = cli_parse(&cc, "stats", usage, opts, CLI_NO_OPERANDS, argc, argv, NULL, NULL);
+    if (code != CLI_GO_ON)
+        return code;
     crawl_config cfg;
     if (cli_conf_load(&cc, "stats", &cfg, false) != 0)
         return 1;

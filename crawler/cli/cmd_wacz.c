@@ -26,25 +26,14 @@ int cmd_wacz(int argc, char **argv)
 {
     cli_conf cc = { 0 };
     const char *dir = NULL, *outp = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int code = cli_common_arg(&cc, "wacz", usage, argc, argv, &i);
-        if (code == CLI_ARG_TAKEN)
-            continue;
-        if (code != CLI_ARG_NOT_COMMON)
-            return code;
-        if ((strcmp(a, "--state") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) &&
-            i + 1 >= argc) {
-            fprintf(stderr, "crawld wacz: option '%s' needs a value\n", a);
-            return 2;
-        }
-        if (strcmp(a, "--state") == 0)
-            dir = argv[++i];
-        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
-            outp = argv[++i];
-        else
-            return cli_bad_option("wacz", a);
-    }
+    const cli_opt opts[] = {
+        { "--state", NULL, "DIR", &dir, NULL, "the crawl's state folder (default: storage.state_dir)" },
+        { "--output", "-o", "FILE", &outp, NULL, "the package to write (never replaced)" },
+        { NULL, NULL, NULL, NULL, NULL, NULL },
+    };
+    int code = cli_parse(&cc, "wacz", usage, opts, CLI_NO_OPERANDS, argc, argv, NULL, NULL);
+    if (code != CLI_GO_ON)
+        return code;
     if (outp != NULL && outp[0] == '\0') {
         fputs("crawld wacz: -o needs a file name\n", stderr);
         return 2;
