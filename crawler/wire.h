@@ -1,5 +1,9 @@
-/* crawler/wire: the composition root's one place that reads the whole
- * configuration and hands each module its own small options struct.
+/* crawler/wire: turns the whole configuration into each module's own small
+ * options struct; no module below crawler/ sees the configuration. Within
+ * the composition root, crawl.c still reads a few crawl-level settings
+ * itself (its own behaviour: daemon, snapshot interval, redirect and robots
+ * limits, the warcinfo summary, requisite depth); moving those into a
+ * crawl_opts struct here is open.
  * The results borrow strings from the configuration: keep it alive until
  * the module that takes them has copied them (each constructor says). */
 #ifndef CRAWLD_WIRE_H
