@@ -134,6 +134,9 @@ struct crawl {
     int finish_rc;
     char stopped_by[64];        /* who asked for the stop */
     bool stall_logged;          /* the scheduler's view of the store (scheduler only) */
+    bool flushing;              /* a drained-check flush is queued (scheduler only) */
+    uint64_t flush_mark;        /* jobs submitted when it was queued */
+    atomic_int flushed;         /* 0 waiting, 1 done, 2 the store failed */
     int64_t stall_logged_ms, stall_start_ms, stalls_seen;
     bool done;
     int64_t recovered;          /* URLs the last run requested, outcome not stored */
@@ -1018,6 +1021,11 @@ void crawl_stop_by(crawl *c, const char *who)
     int level = c->stop_level;
     pthread_cond_signal(&c->wake);
     pthread_mutex_unlock(&c->lock);
+    /* a stop cannot wait for a failing store: anything blocked on the
+     * writer (the scheduler's flush, a verified insert) returns now, and
+     * what the writer held is redone by the next run */
+    if (c->d && db_is_stalled(c->d))
+        db_give_up(c->d);
     if (level == 2 && c->f)
         fetcher_abort(c->f); /* cuts the grace of a fetcher_stop already waiting */
 }
@@ -1066,6 +1074,14 @@ static void wait_until(crawl *c, int64_t wake_ms, uint_fast64_t nudged)
         pthread_cond_timedwait(&c->wake, &c->lock, &ts);
     atomic_store(&c->sleeping, false);
     pthread_mutex_unlock(&c->lock);
+}
+
+/* Writer thread: the scheduler's drained-check flush is done. */
+static void on_flushed(void *ud, const db_result *r)
+{
+    crawl *c = ud;
+    atomic_store(&c->flushed, r->status < 0 ? 2 : 1);
+    nudge(c);
 }
 
 static void set_end(crawl *c, int end)
@@ -1173,14 +1189,32 @@ int crawl_run(crawl *c)
                 wait_until(c, -1, nudged);
                 continue;
             }
-            /* rows may still be on their way to SQLite and the frontier */
-            if (db_flush(c->d) < 0) {
+            /* rows may still be on their way to SQLite and the frontier: a
+             * flush, without blocking this loop (a stall must stay visible
+             * and a stop must stay possible while it waits) */
+            if (!c->flushing) {
+                atomic_store(&c->flushed, 0);
+                c->flushing = true;
+                c->flush_mark = fst.submitted;
+                if (db_flush_async(c->d, on_flushed, c) < 0)
+                    atomic_store(&c->flushed, 2);
+            }
+            if (atomic_load(&c->flushed) == 0) {
+                wait_until(c, mono_ms() + 20, nudged);
+                continue;
+            }
+            c->flushing = false;
+            if (atomic_load(&c->flushed) == 2) {
                 char msg[256];
                 db_last_error(c->d, msg, sizeof msg);
                 if (c->log)
                     fprintf(c->log, "crawld: storage failed: %s\n", msg);
                 set_end(c, END_STORAGE);
                 return -EIO;
+            }
+            if (c->flush_mark != fst.submitted) { /* work came after the flush began */
+                drained_checks = 0;
+                continue;
             }
             if (++drained_checks >= 2 && !c->cfg->crawl.daemon) {
                 frontier_stats fs;

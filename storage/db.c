@@ -1178,6 +1178,17 @@ int db_flush(db *d)
     return db_flush_mark(d, NULL);
 }
 
+int db_flush_async(db *d, db_done_fn cb, void *ud)
+{
+    struct op o;
+
+    memset(&o, 0, sizeof o);
+    o.type = OP_FLUSH;
+    o.cb = cb;
+    o.ud = ud;
+    return enqueue(d, &o);
+}
+
 int db_flush_mark(db *d, int64_t *mark)
 {
     struct op o;

@@ -232,6 +232,12 @@ int db_prune_samples(db *d, const db_sample_tier *tiers, size_t n, int64_t now_m
  * (db_last_error() has the message). */
 int db_flush(db *d);
 
+/* db_flush without waiting: cb(ud, r) runs on the writer thread once
+ * everything queued before it is committed and its callbacks ran;
+ * r->status is 0, or the error if the writer gave up. For a caller that
+ * must keep running (and saying why) while the store stalls. 0 once queued. */
+int db_flush_async(db *d, db_done_fn cb, void *ud);
+
 /* db_flush(), and *mark gets the highest row id committed at that point:
  * every row up to it is committed and its insert callback has run (the
  * mark of a Bloom snapshot). OUT: mark */

@@ -201,6 +201,8 @@ static int crawl_once(const char *faults, const char *cfg, cr_buf *err)
 
 static const char *const codes[] = { "full", "ioerr", "busy" };
 
+static void sleep_ms(long ms);
+
 /* ---- tests ------------------------------------------------------------- */
 
 /* Transient faults at 5 seeded points per crawl, 4 crawls (20 points): the
@@ -283,6 +285,85 @@ static void persistent_fault_gives_up_and_resume_completes(void **state)
         cr_buf_release(&err);
     }
     set_free(&want);
+}
+
+/* A stop that cannot wait for the store: SIGTERM during a stall that would
+ * last (max_stall_s at its default) ends the run promptly with exit 1 and
+ * says why; what the writer held is redone by the next run, which loses
+ * nothing. */
+static void sigterm_during_a_stall_gives_up_and_resume_completes(void **state)
+{
+    (void)state;
+    set want = { 0 };
+    expected(&want, "/");
+    const char *cfg = config("termstall", path_in("termstall"), NULL, NULL, NULL);
+    char errfile[300];
+    snprintf(errfile, sizeof errfile, "%s/termstall.err", workdir);
+    size_t from = log_lines();
+    char spec[64];
+    snprintf(spec, sizeof spec, "%d:full:1000000", 3 + rand() % 10);
+    print_message("  CRAWLD_FAULTS=%s\n", spec);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fe = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fn = open("/dev/null", O_RDWR);
+        dup2(fn, 0);
+        dup2(fn, 1);
+        dup2(fe, 2);
+        setenv("CRAWLD_FAULTS", spec, 1);
+        execl(faults_bin(), "crawld", "run", "-c", cfg, (char *)NULL);
+        _exit(127);
+    }
+    static char text[1 << 16];
+    bool paused = false;
+    for (int i = 0; i < 3000 && !paused; i++) {
+        FILE *f = fopen(errfile, "r");
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        text[n] = '\0';
+        if (f)
+            fclose(f);
+        paused = strstr(text, "fetching paused") != NULL;
+        if (!paused)
+            sleep_ms(10);
+    }
+    kill(pid, SIGTERM);
+    int status = 0, rc = -1;
+    for (int i = 0; i < 3000 && rc < 0; i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        else
+            sleep_ms(10);
+    }
+    if (rc < 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("crawld did not stop within 30 s of SIGTERM during a stall");
+    }
+    FILE *f = fopen(errfile, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+        fclose(f);
+    assert_true(paused);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(text, "stopping while the store fails"));
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    rc = crawl_once(NULL, cfg, &err);
+    if (rc != 0)
+        fail_msg("the resume exited %d:\n%s", rc, err.data);
+    set got = { 0 };
+    size_t dups = 0;
+    fetched_since(from, &got, &dups);
+    assert_same(&want, &got);
+    long reported = refetch_reported(err.data);
+    print_message("  %zu fetched twice, %ld reported\n", dups, reported);
+    if ((long)dups > reported)
+        fail_msg("%zu URLs fetched twice, the resume reported %ld", dups, reported);
+    set_free(&got);
+    set_free(&want);
+    cr_buf_release(&err);
 }
 
 /* `crawld dedup --state` under faults: transient ones change nothing (the
@@ -660,6 +741,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(transient_faults_lose_and_repeat_nothing),
         cmocka_unit_test(persistent_fault_gives_up_and_resume_completes),
+        cmocka_unit_test(sigterm_during_a_stall_gives_up_and_resume_completes),
         cmocka_unit_test(dedup_state_under_faults),
         cmocka_unit_test(real_full_disk_pauses_and_resumes),
         cmocka_unit_test(lost_database_is_refused),
