@@ -1,7 +1,8 @@
 #!/bin/sh
 # Peer crawl benchmark: crawld against wget, wget2, HTTrack, Scrapy and
-# Crawlee, each crawling two sites that nginx serves on 127.0.0.1 (Debian's
-# python3-doc HTML and a generated 20,000-page site), judged by one parser
+# Crawlee, each crawling three sites that nginx serves on 127.0.0.1 (Debian's
+# python3-doc HTML, a generated 20,000-page site and Debian's openjdk-17-doc
+# API documentation: 10,000 real pages up to 6 MB), judged by one parser
 # over nginx's access log. CRAWL_RUNS rounds (default 3), interleaved; the
 # tables show medians with ratios against the best peer. Everything is in
 # bench/crawl-peers/ (README.md there); the driver is run.py.
@@ -25,6 +26,7 @@ need wget2 /usr/bin/wget2
 need httrack /usr/bin/httrack
 need python3-scrapy /usr/bin/scrapy
 need python3-doc /usr/share/doc/python3/html/index.html
+need openjdk-17-doc /usr/share/doc/openjdk-17-jre-headless/api/index.html
 need time /usr/bin/time
 need coreutils /usr/bin/timeout
 command -v node >/dev/null 2>&1 || missing="$missing nodejs npm"

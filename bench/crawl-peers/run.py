@@ -5,11 +5,12 @@ installs the tools); see README.md there for what is measured.
 
 Environment (all optional):
   CRAWL_RUNS=3            rounds; each round runs every crawler once
-  CRAWL_SITES=doc,gen     which sites (doc: Debian's python3-doc HTML,
-                          gen: the generated site)
+  CRAWL_SITES=doc,gen,jdk which sites (doc: Debian's python3-doc HTML,
+                          gen: the generated site, jdk: Debian's
+                          openjdk-17-doc API documentation)
   CRAWL_ONLY=a,b          crawlers to run (default all:
                           crawld,wget,wget2,httrack,scrapy,crawlee)
-  CRAWL_PORT_DOC=18401    CRAWL_PORT_GEN=18402
+  CRAWL_PORT_DOC=18401    CRAWL_PORT_GEN=18402    CRAWL_PORT_JDK=18403
   CRAWL_PAGES=20000       CRAWL_SEED=1 (generated site)
   CRAWL_HTTRACK_CAP=300   HTTrack's own wall-clock cap, seconds (-E)
   CRAWL_TIMEOUT=900       hard wall-clock cap of any one run, seconds
@@ -37,6 +38,9 @@ import parselog  # noqa: E402
 
 ALL = ["crawld", "wget", "wget2", "httrack", "scrapy", "crawlee"]
 DOC_ROOT = "/usr/share/doc/python3/html"
+# openjdk-17-doc's API docs (the package links /usr/share/doc/openjdk-17-doc/api
+# here): ~10,000 HTML pages, 270 MB, pages up to 6 MB.
+JDK_ROOT = "/usr/share/doc/openjdk-17-jre-headless/api"
 PY = "/usr/bin/python3"
 
 
@@ -103,6 +107,14 @@ http {{
         access_log {log_gen} bench;
         include {gen_inc};
     }}
+    server {{
+        listen 127.0.0.1:{port_jdk};
+        server_name jdk;
+        root {jdk_root};
+        index index.html;
+        access_log {log_jdk} bench;
+        location = /robots.txt {{ default_type text/plain; return 200 "User-agent: *\\nAllow: /\\n"; }}
+    }}
 }}
 """
 
@@ -122,12 +134,13 @@ def port_free(port):
 class Nginx:
     """One nginx master (daemon off) serving both sites, logging to given files."""
 
-    def __init__(self, tmp, cfg, log_doc, log_gen):
+    def __init__(self, tmp, cfg, logs):
         self.dir = os.path.join(tmp, "nginx")
         os.makedirs(self.dir, exist_ok=True)
         conf = os.path.join(self.dir, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(tmp=self.dir, log_doc=log_doc, log_gen=log_gen, **cfg))
+            f.write(NGINX_CONF.format(tmp=self.dir, log_doc=logs["doc"], log_gen=logs["gen"],
+                                      log_jdk=logs["jdk"], **cfg))
         self.proc = subprocess.Popen(
             ["nginx", "-c", conf, "-p", self.dir, "-e", os.path.join(self.dir, "error.log")],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -135,7 +148,7 @@ class Nginx:
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("nginx exited: %s" % self.proc.stderr.read().decode(errors="replace").strip())
-            if all(_connectable(p) for p in (cfg["port_doc"], cfg["port_gen"])):
+            if all(_connectable(p) for p in (cfg["port_doc"], cfg["port_gen"], cfg["port_jdk"])):
                 return
             time.sleep(0.05)
         self.stop()
@@ -279,14 +292,14 @@ def run_one(name, site, rnd, cfg, tmp):
         row.update(status="n/a", note=cmd)
         return row, None
     argv, extra_env, ok_codes = cmd
-    logs = {s: os.path.join(tmp, "logs", "%s-%s-%d.log" % (s, name, rnd)) for s in ("doc", "gen")}
+    logs = {s: os.path.join(tmp, "logs", "%s-%s-%d.log" % (s, name, rnd)) for s in ("doc", "gen", "jdk")}
     os.makedirs(os.path.join(tmp, "logs"), exist_ok=True)
     env = dict(os.environ)
     env.update(extra_env)
     if not env.get("SCRAPY_SETTINGS_MODULE"):
         env.pop("SCRAPY_SETTINGS_MODULE", None)
     tfile = os.path.join(work, "time.txt")
-    nginx = Nginx(tmp, cfg, logs["doc"], logs["gen"])
+    nginx = Nginx(tmp, cfg, logs)
     try:
         t0 = time.monotonic()
         with open(os.path.join(work, "stdout"), "wb") as so, open(os.path.join(work, "stderr"), "wb") as se:
@@ -426,6 +439,9 @@ def table(site, meds):
     return "\n".join(lines), notes
 
 
+SITE_TITLES = {"doc": "python3-doc", "gen": "generated", "jdk": "openjdk-17-doc API"}
+
+
 def main():
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
@@ -436,15 +452,17 @@ def main():
         "bin": os.path.join(root, os.environ.get("BIN", "bin")),
         "port_doc": env_int("CRAWL_PORT_DOC", 18401),
         "port_gen": env_int("CRAWL_PORT_GEN", 18402),
+        "port_jdk": env_int("CRAWL_PORT_JDK", 18403),
         "httrack_cap": env_int("CRAWL_HTTRACK_CAP", 300),
         "timeout": env_int("CRAWL_TIMEOUT", 900),
         "keep": os.environ.get("CRAWL_KEEP", "") not in ("", "0"),
         "doc_root": DOC_ROOT,
+        "jdk_root": JDK_ROOT,
     }
     runs = env_int("CRAWL_RUNS", 3)
     pages = env_int("CRAWL_PAGES", 20000)
     seed = env_int("CRAWL_SEED", 1)
-    sites_wanted = [s for s in os.environ.get("CRAWL_SITES", "doc,gen").split(",") if s]
+    sites_wanted = [s for s in os.environ.get("CRAWL_SITES", "doc,gen,jdk").split(",") if s]
     only = [c for c in os.environ.get("CRAWL_ONLY", ",".join(ALL)).split(",") if c]
     for c in only:
         if c not in ALL:
@@ -452,12 +470,15 @@ def main():
     crawlers = [c for c in ALL if c in only]
     results_dir = os.environ.get("CRAWL_RESULTS", os.path.join(root, b, "bench-crawl"))
     os.makedirs(results_dir, exist_ok=True)
-    for key in ("port_doc", "port_gen"):
+    for key in ("port_doc", "port_gen", "port_jdk"):
         if not port_free(cfg[key]):
             sys.exit("bench_crawl: port %d is in use; set CRAWL_%s to a free port" % (cfg[key], key.upper()))
     if "doc" in sites_wanted and not os.path.isfile(os.path.join(DOC_ROOT, "index.html")):
         say("%s is missing (apt-get install python3-doc): the doc site is skipped" % DOC_ROOT)
         sites_wanted.remove("doc")
+    if "jdk" in sites_wanted and not os.path.isfile(os.path.join(JDK_ROOT, "index.html")):
+        say("%s is missing (apt-get install openjdk-17-doc): the jdk site is skipped" % JDK_ROOT)
+        sites_wanted.remove("jdk")
 
     tmp = tempfile.mkdtemp(prefix="bench-crawl.")
     os.chmod(tmp, 0o755)   # nginx workers run as nobody when we are root
@@ -477,6 +498,14 @@ def main():
                           "disallow": [], "how": "BFS over the files on disk from index.html "
                           "(<a>/<area> links, same host, files that exist)"})
             say("python3-doc: %d known pages" % len(ks))
+        if "jdk" in sites_wanted:
+            say("known set of the openjdk-17-doc API site: BFS over the files from index.html ...")
+            origin = "http://127.0.0.1:%d" % cfg["port_jdk"]
+            ks = known.known_set(JDK_ROOT, origin, [], {})
+            sites.append({"name": "jdk", "url": origin + "/", "origin": origin, "known": ks,
+                          "disallow": [], "how": "BFS over the files on disk from index.html "
+                          "(<a>/<area> links, same host, files that exist)"})
+            say("openjdk-17-doc: %d known pages" % len(ks))
         if "gen" in sites_wanted:
             say("generating the %d-page site (seed %d) ..." % (pages, seed))
             r = subprocess.run([PY, os.path.join(HERE, "gensite.py"), gen_dir, "--port", str(cfg["port_gen"]),
@@ -545,7 +574,7 @@ def main():
         tab, notes = table(site, meds)
         print()
         print("### %s site: %s, %d known pages (%s)" % (
-            "python3-doc" if site["name"] == "doc" else "generated", site["url"], len(site["known"]), site["how"]))
+            SITE_TITLES[site["name"]], site["url"], len(site["known"]), site["how"]))
         print()
         print(tab)
         for x in notes:
