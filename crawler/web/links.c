@@ -23,8 +23,18 @@
  *   not valid UTF-8 as ISO-8859-1 and goes on, so output is always UTF-8.
  * - The push parser's result depends on where the input is cut (e.g.
  *   "<!-->" ends a comment or not), so libxml2 always gets the UTF-8
- *   stream in blocks of BLOCK bytes at fixed offsets, whatever the chunks
- *   the caller feeds: the links never depend on the network's chunking.
+ *   stream cut at the same places, whatever the chunks the caller feeds:
+ *   the links never depend on the network's chunking. A block of BLOCK
+ *   bytes is cut before its last '<' in its second half (the rest starts
+ *   the next block), a function of the stream alone. Why: when a block
+ *   ends inside a quoted attribute value, 2.9's start-tag lookahead
+ *   (htmlParseLookupSequence with ignoreattrval) resumes without the
+ *   quote character, never finds the tag's end, and libxml2 buffers the
+ *   whole rest of the page until the last call: measured on the
+ *   openjdk-17-doc pages, 10 of 507 sampled held 150-730 KB each at the
+ *   end (the 6 MB ones: all of it). Cut before a '<', nothing is held
+ *   back (the same 507 pages: none), libxml2's buffer stays within about
+ *   a block, and the links are the same.
  * - HTML_PARSE_NOIMPLIED is NOT used: without the implied <html>/<body> the
  *   push parser stops at the end of the first top-level element.
  *   HTML_PARSE_NOBLANKS / COMPACT only matter when building a tree.
@@ -47,7 +57,8 @@
  * Memory: the parser allocates its buffers once in links_new; the libxml2
  * context (and an iconv descriptor) is created per page, when the charset is
  * known, and freed at the next reset. libxml2's own buffers hold at most
- * what it has not parsed yet, bounded by max_bytes. */
+ * what it has not parsed yet: about a block (see the cut above), at worst
+ * (a page whose blocks hold no '<' to cut at) bounded by max_bytes. */
 #include "links.h"
 
 #include <errno.h>
@@ -76,7 +87,8 @@
 #define DEF_MAX_ATTRS 256
 #define KIND_MAX 40     /* "link:" + a rel token of at most 32 bytes */
 #define REL_TOKEN_MAX 32
-#define BLOCK 16384     /* libxml2 always gets blocks of this size */
+#define BLOCK 16384     /* libxml2 gets blocks of at most this size, cut as
+                           blk_cut says */
 #define STYLE_MAX (4u << 20) /* bytes of one <style> element scanned for URLs */
 /* libxml2 reads at most 100 bytes as one name (HTML_PARSER_BUFFER_SIZE);
  * the guard assumes a longer run may start a new name every 64 bytes. */
@@ -1105,15 +1117,30 @@ static size_t guard_scan(links_parser *p, const unsigned char *s, size_t n, bool
 
 /* ---- feeding libxml2 ------------------------------------------------------ */
 
-/* The block goes to libxml2. Only here does libxml2 run (and call on_start). */
-static void blk_flush(links_parser *p, int terminate)
+/* Where a full block is cut: before its last '<' in its second half, else
+ * at its end (see the top of the file). */
+static size_t blk_cut(const links_parser *p)
+{
+    for (size_t i = BLOCK - 1; i >= BLOCK / 2; i--) {
+        if (p->blk[i] == '<')
+            return i;
+    }
+    return BLOCK;
+}
+
+/* The block goes to libxml2, all of it, or (cut) up to blk_cut, the rest
+ * kept as the start of the next block. Only here does libxml2 run (and
+ * call on_start). */
+static void blk_flush(links_parser *p, int terminate, bool cut)
 {
     if (p->stopped)
         return;
+    size_t n = cut ? blk_cut(p) : p->blk_len;
     quiet q;
     quiet_begin(&q);
-    htmlParseChunk(p->ctxt, (const char *)p->blk, (int)p->blk_len, terminate);
-    p->blk_len = 0;
+    htmlParseChunk(p->ctxt, (const char *)p->blk, (int)n, terminate);
+    memmove(p->blk, p->blk + n, p->blk_len - n);
+    p->blk_len -= n;
     if (!terminate && !p->stopped &&
         (p->ctxt->disableSAX || p->ctxt->instate == XML_PARSER_EOF))
         stop(p, LINKS_TRUNC_PARSER);
@@ -1134,14 +1161,14 @@ static void blk_put(links_parser *p, const unsigned char *s, size_t n)
         s += k;
         n -= k;
         if (p->blk_len == BLOCK)
-            blk_flush(p, 0);
+            blk_flush(p, 0, true);
     }
 }
 
 /* A tag with too many attributes ahead: parse what precedes it, stop. */
 static void guard_stop(links_parser *p)
 {
-    blk_flush(p, 0);
+    blk_flush(p, 0, false);
     stop(p, LINKS_TRUNC_ATTRS);
 }
 
@@ -1451,7 +1478,7 @@ int links_finish(links_parser *p)
         while (left > 0 && !p->stopped)
             iconv_skip(p, &in, &left);
     }
-    blk_flush(p, 1);
+    blk_flush(p, 1, false);
     style_end(p); /* a <style> open at the end of the page */
     return 0;
 }
