@@ -759,6 +759,10 @@ static void xfer_start(struct worker *w, struct xfer *x)
     }
     SET(CURLOPT_HEADERFUNCTION, header_cb);
     SET(CURLOPT_HEADERDATA, x);
+    /* CURLOPT_BUFFERSIZE stays curl's 16 KiB: on the openjdk-17-doc bench
+     * site (10,272 pages, 270 MB; 3 interleaved crawls each) 256 KiB gave
+     * CPU 7.42/6.20/6.29 s against 5.54/6.66/5.76 s, 1 MiB 8.88/6.47/6.14 s
+     * (sys time doubled), and peak RSS +3 and +8 MiB. */
     SET(CURLOPT_WRITEFUNCTION, write_cb);
     SET(CURLOPT_WRITEDATA, x);
     SET(CURLOPT_PREREQFUNCTION, prereq_cb);
