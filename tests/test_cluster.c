@@ -23,6 +23,7 @@
 #include "cluster/slotmap.h"
 #include "common/clock.h"
 #include "config/config.h"
+#include "tests/support/proc.h"
 #include "tests/support/redisd.h"
 
 static uint64_t rng;
@@ -707,6 +708,82 @@ static void paused_node_fences_itself_no_overlap(void **state)
     stop_redis(d);
 }
 
+/* ---- crawld cluster status ------------------------------------------------ */
+
+static void cluster_status_shows_nodes_map_and_streams(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    const char *names[2] = { "node-x", "node-y" };
+    member *m[2] = { join(d, names[0], 8, 5000), join(d, names[1], 8, 5000) };
+    assert_int_equal(settle(m, names, 2, 8), 0);
+    uint32_t owner[8];
+    slotmap_assign(names, 2, 8, owner);
+    int xs = 0;
+    for (int s = 0; s < 8; s++)
+        xs += owner[s] == 0;
+    /* slot 3's stream: 3 entries, the group read 2 of them, acked none */
+    redis_conn *c = connect_to(d, 2000);
+    redis_reply *r = NULL;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(redis_cmd(c, &r, "XADD", "crawld:t:links:3", "*", "u", "http://h/", NULL), 0);
+        redis_reply_free(r);
+    }
+    assert_int_equal(redis_cmd(c, &r, "XGROUP", "CREATE", "crawld:t:links:3", "owners", "0", NULL), 0);
+    redis_reply_free(r);
+    assert_int_equal(redis_cmd(c, &r, "XREADGROUP", "GROUP", "owners", "node-x", "COUNT", "2",
+                               "STREAMS", "crawld:t:links:3", ">", NULL), 0);
+    redis_reply_free(r);
+    member_info in;
+    member_get_info(m[0], &in);
+    cr_buf out, err;
+    cr_buf_init(&out, 1 << 20);
+    cr_buf_init(&err, 1 << 16);
+    int rc = proc_crawld((const char *const[]){ "cluster", "status", "--redis", redisd_addr(d),
+                                                "--crawl", "t", NULL },
+                         NULL, &out, &err);
+    if (rc != 0)
+        fail_msg("crawld cluster status: %d: %s", rc, err.len ? err.data : "");
+    const char *o = out.data;
+    char want[200];
+    snprintf(want, sizeof want, "crawl t at %s: 8 slots, map epoch %llu\n", redisd_addr(d),
+             (unsigned long long)in.epoch);
+    if (strstr(o, want) == NULL)
+        fail_msg("no '%s' in:\n%s", want, o);
+    assert_non_null(strstr(o, "nodes: 2\n"));
+    snprintf(want, sizeof want, "  %-32s", "node-x");
+    const char *line = strstr(o, want);
+    assert_non_null(line);
+    long mapped = 0, held = 0;
+    char lease[32];
+    assert_int_equal(sscanf(line + 35, "%31s ms %ld %ld", lease, &mapped, &held), 3);
+    assert_int_equal(mapped, xs);
+    assert_int_equal(held, xs);
+    snprintf(want, sizeof want, "  %-5d %-24s %-24s", 3, names[owner[3]], names[owner[3]]);
+    line = strstr(o, want);
+    if (line == NULL)
+        fail_msg("no slot 3 line '%s' in:\n%s", want, o);
+    long long depth, pending, lag;
+    assert_int_equal(sscanf(line + strlen(want), "%31s ms %lld %lld %lld", lease, &depth, &pending, &lag), 4);
+    assert_int_equal(depth, 3);
+    assert_int_equal(pending, 2);
+    assert_int_equal(lag, 1);
+    assert_non_null(strstr(o, "streams: 3 entries, 2 pending\n"));
+    /* an unknown crawl and an unreachable Redis are errors that say so */
+    cr_buf_clear(&err);
+    rc = proc_crawld((const char *const[]){ "cluster", "status", "--redis", redisd_addr(d),
+                                            "--crawl", "nope", NULL }, NULL, NULL, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err.data, "no crawl named 'nope'"));
+    cr_buf_release(&out);
+    cr_buf_release(&err);
+    member_free(m[0]);
+    member_free(m[1]);
+    redis_free(c);
+    stop_redis(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -722,6 +799,7 @@ int main(void)
         cmocka_unit_test_teardown(slot_count_is_fixed_by_the_first_node, teardown),
         cmocka_unit_test_teardown(member_fences_itself_while_redis_is_unreachable, teardown),
         cmocka_unit_test_teardown(paused_node_fences_itself_no_overlap, teardown),
+        cmocka_unit_test_teardown(cluster_status_shows_nodes_map_and_streams, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
