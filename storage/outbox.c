@@ -168,7 +168,7 @@ int outbox_peek(outbox *ob, size_t max, outbox_row **rows, size_t *n)
         rc = errno_of(step);
     sqlite3_reset(ob->peek);
     pthread_mutex_unlock(&ob->mu);
-    if (rc < 0) {
+    if (rc < 0 || k == 0) {
         outbox_rows_free(v, k);
         return rc;
     }

@@ -50,8 +50,8 @@ void outbox_close(outbox *ob);
 
 /* Adds v[0..n) in one transaction; durable when it returns 0. */
 int outbox_add(outbox *ob, const outbox_link *v, size_t n);
-/* Up to max of the oldest rows. OUT: *rows (free with outbox_rows_free),
- * *n. 0 or negative errno. */
+/* Up to max of the oldest rows. OUT: *rows (free with outbox_rows_free;
+ * NULL when there are none), *n. 0 or negative errno. */
 int outbox_peek(outbox *ob, size_t max, outbox_row **rows /* OUT */, size_t *n /* OUT */);
 void outbox_rows_free(outbox_row *rows, size_t n);
 /* Deletes the rows with these ids, in one transaction. */
