@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "cluster/redis.h"
@@ -38,6 +39,22 @@ struct member {
     _Atomic int64_t *deadline; /* may fetch until (monotonic ms); 0: no */
     member_info info;
 };
+
+void member_default_node_id(const char *state_dir, char *buf, size_t len)
+{
+    char host[256] = "localhost", path[4096];
+    if (gethostname(host, sizeof host - 1) < 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    if (realpath(state_dir, path) == NULL) {
+        char cwd[2048];
+        if (state_dir[0] != '/' && getcwd(cwd, sizeof cwd) != NULL)
+            snprintf(path, sizeof path, "%s/%s", cwd, state_dir);
+        else
+            snprintf(path, sizeof path, "%s", state_dir);
+    }
+    snprintf(buf, len, "%s:%s", host, path);
+}
 
 void member_prefix(const char *crawl_id, char *buf, size_t len)
 {

@@ -81,6 +81,10 @@ int member_leave(member *m);
 uint32_t member_slots(const member *m);
 void member_get_info(const member *m, member_info *out /* OUT */);
 
+/* cluster.node_id's default: "HOSTNAME:STATE_DIR", the state folder made
+ * absolute (as given when it does not exist yet). */
+void member_default_node_id(const char *state_dir, char *buf, size_t len);
+
 /* The key prefix "crawld:ID:" for a crawl id into buf. */
 void member_prefix(const char *crawl_id, char *buf, size_t len);
 

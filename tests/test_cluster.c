@@ -784,6 +784,36 @@ static void cluster_status_shows_nodes_map_and_streams(void **state)
     stop_redis(d);
 }
 
+/* node_id's default names the host and the absolute state folder. */
+static void default_node_id_is_host_and_state_dir(void **state)
+{
+    (void)state;
+    char id[4400], host[256] = { 0 }, cwd[2048], want[4400];
+    assert_int_equal(gethostname(host, sizeof host - 1), 0);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    member_default_node_id("no-such-state", id, sizeof id);
+    snprintf(want, sizeof want, "%s:%s/no-such-state", host, cwd);
+    assert_string_equal(id, want);
+    member_default_node_id("/tmp/../tmp", id, sizeof id);
+    snprintf(want, sizeof want, "%s:/tmp", host);
+    assert_string_equal(id, want);
+}
+
+/* Until the partitioned crawl is wired in, `crawld run` with
+ * cluster.redis set refuses, rather than crawl alone. */
+static void run_refuses_cluster_mode_it_cannot_do(void **state)
+{
+    (void)state;
+    cr_buf err;
+    cr_buf_init(&err, 1 << 16);
+    int rc = proc_crawld((const char *const[]){ "run", "--set", "cluster.redis=\"unix:/tmp/x.sock\"",
+                                                "--set", "crawl.seeds=[\"http://127.0.0.1:1/\"]", NULL },
+                         NULL, NULL, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err.data, "crawld run: cluster.redis is set"));
+    cr_buf_release(&err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -800,6 +830,8 @@ int main(void)
         cmocka_unit_test_teardown(member_fences_itself_while_redis_is_unreachable, teardown),
         cmocka_unit_test_teardown(paused_node_fences_itself_no_overlap, teardown),
         cmocka_unit_test_teardown(cluster_status_shows_nodes_map_and_streams, teardown),
+        cmocka_unit_test_teardown(default_node_id_is_host_and_state_dir, teardown),
+        cmocka_unit_test_teardown(run_refuses_cluster_mode_it_cannot_do, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
