@@ -146,6 +146,15 @@ void member_free(member *m)
     cr_free(m);
 }
 
+size_t member_held_slots(const member *m, uint32_t *slots, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t s = 0; s < m->slots && n < cap; s++)
+        if (m->held[s])
+            slots[n++] = s;
+    return n;
+}
+
 uint32_t member_slots(const member *m)
 {
     return m->slots;

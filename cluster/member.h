@@ -77,6 +77,10 @@ int member_may_fetch(const member *m, uint32_t slot, int64_t now_ms);
  * coordinator) so others take over at once. 0 or -EPIPE. */
 int member_leave(member *m);
 
+/* The slots whose lease this node holds (may include one draining),
+ * up to cap. OUT: slots. Returns how many. Owner thread only. */
+size_t member_held_slots(const member *m, uint32_t *slots /* OUT */, size_t cap);
+
 /* The crawl's slot count (the stored one once joined). */
 uint32_t member_slots(const member *m);
 void member_get_info(const member *m, member_info *out /* OUT */);

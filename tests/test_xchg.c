@@ -7,6 +7,8 @@
  * CRAWLD_TEST_SEED replays one. */
 #include <errno.h>
 #include <setjmp.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 #include <cmocka.h>
 
 #include "cluster/redis.h"
+#include "cluster/node.h"
 #include "cluster/slotmap.h"
 #include "cluster/xchg.h"
 #include "common/clock.h"
@@ -34,6 +37,8 @@ static redisd *rd;
 static char dir[64];
 static outbox *ob;
 static db *store;
+/* node threads a failed assertion would leave running: the teardown stops them */
+static struct node *live[2];
 
 /* The links one page batch sends: random URLs on 60 hosts, with repeats. */
 static char *urls[LINKS];
@@ -97,6 +102,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    for (int i = 0; i < 2; i++) {
+        node_stop(live[i], false);
+        live[i] = NULL;
+    }
     if (store != NULL)
         db_close(store);
     store = NULL;
@@ -115,7 +124,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static void fill_outbox(void)
+static void fill_outbox_live(int forwarder_running)
 {
     outbox_link v[LINKS];
     for (size_t i = 0; i < LINKS; i++) {
@@ -126,12 +135,18 @@ static void fill_outbox(void)
     /* a page's links go in one transaction each: 40 pages of 30 */
     for (size_t i = 0; i < LINKS; i += 30)
         assert_int_equal(outbox_add(ob, v + i, 30), 0);
-    assert_int_equal(outbox_count(ob), LINKS);
+    if (!forwarder_running)
+        assert_int_equal(outbox_count(ob), LINKS);
 }
 
-static xchg *open_x(const char *node, int fault)
+static void fill_outbox(void)
 {
-    xchg_opts o = { .redis = redisd_addr(rd), .crawl_id = "t", .node_id = node,
+    fill_outbox_live(0);
+}
+
+static xchg *open_x(const char *node_id, int fault)
+{
+    xchg_opts o = { .redis = redisd_addr(rd), .crawl_id = "t", .node_id = node_id,
                     .block_ms = 50, .batch = 100, .fault = fault };
     xchg *x = NULL;
     char err[256];
@@ -369,6 +384,125 @@ static void redis_killed_and_restarted_loses_nothing(void **state)
     xchg_free(x);
 }
 
+/* ---- two node threads (cluster/node) ------------------------------------ */
+
+typedef struct owner_store {
+    db *d;
+    uint32_t me;            /* index into the two names */
+    const uint32_t *owner;  /* slot -> index, rendezvous over the two */
+    atomic_size_t fresh, seen, foreign;
+} owner_store;
+
+static int node_apply(void *arg, const xchg_link *v, size_t n)
+{
+    owner_store *o = arg;
+    db_url *u = calloc(n, sizeof *u);
+    int *st = calloc(n, sizeof *st);
+    if (u == NULL || st == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        u[i] = (db_url){ .url = v[i].url, .url_len = v[i].url_len, .host = v[i].host,
+                         .depth = v[i].depth, .kind = v[i].kind, .state = DB_STATE_QUEUED };
+        if (o->owner[v[i].slot] != o->me)
+            atomic_fetch_add(&o->foreign, 1);
+    }
+    int rc = db_insert_urls_wait(o->d, u, n, st, NULL);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (st[i] == 1)
+            atomic_fetch_add(&o->fresh, 1);
+        else
+            atomic_fetch_add(&o->seen, 1);
+    }
+    free(u);
+    free(st);
+    return rc;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* Two nodes on their threads: A's outbox reaches each slot's owner, each
+ * URL is admitted once, by the owner of its host's slot only. */
+static void two_nodes_admit_each_link_once_at_its_owner(void **state)
+{
+    (void)state;
+    const char *names[2] = { "node-A", "node-B" };
+    /* static: a failed assertion leaves the node threads running until the
+     * teardown, and their apply reads these */
+    static uint32_t owner[SLOTS];
+    static owner_store sa, sb;
+    slotmap_assign(names, 2, SLOTS, owner);
+    char err[512], sd[128];
+    snprintf(sd, sizeof sd, "%s/state-b", dir);
+    db *db_b = db_open(sd, NULL, err, sizeof err);
+    assert_non_null(db_b);
+    outbox *ob_b = NULL;
+    char obd[128];
+    snprintf(obd, sizeof obd, "%s/state-b", dir);
+    assert_int_equal(outbox_open(obd, &ob_b, err, sizeof err), 0);
+    sa = (owner_store){ .d = store, .me = 0, .owner = owner };
+    sb = (owner_store){ .d = db_b, .me = 1, .owner = owner };
+    node *na = NULL, *nb = NULL;
+    node_opts oa = { .member = { .redis = redisd_addr(rd), .crawl_id = "t", .node_id = names[0],
+                                 .slots = SLOTS, .lease_ms = 800 },
+                     .outbox = ob, .apply = node_apply, .apply_arg = &sa };
+    node_opts obo = oa;
+    obo.member.node_id = names[1];
+    obo.outbox = ob_b;
+    obo.apply_arg = &sb;
+    assert_int_equal(node_start(&oa, &na, err, sizeof err), 0);
+    live[0] = na;
+    assert_int_equal(node_start(&obo, &nb, err, sizeof err), 0);
+    live[1] = nb;
+    /* both hold their rendezvous share */
+    int settled = 0;
+    for (int i = 0; i < 500 && !settled; i++) {
+        settled = 1;
+        for (uint32_t s = 0; s < SLOTS && settled; s++) {
+            char h[32];
+            int len = 0;
+            /* any host of slot s will do: find one */
+            for (int k = 0; k < 10000; k++) {
+                len = snprintf(h, sizeof h, "x%d.test", k);
+                if (slotmap_slot_of(h, (size_t)len, SLOTS) == s)
+                    break;
+            }
+            settled = node_may_fetch(na, h, (size_t)len) == (owner[s] == 0) &&
+                      node_may_fetch(nb, h, (size_t)len) == (owner[s] == 1);
+        }
+        if (!settled)
+            sleep_ms(20);
+    }
+    assert_true(settled);
+    fill_outbox_live(1);
+    size_t total = 0;
+    for (int i = 0; i < 1000; i++) {
+        total = atomic_load(&sa.fresh) + atomic_load(&sb.fresh);
+        if (total >= unique_n && outbox_count(ob) == 0 &&
+            atomic_load(&sa.fresh) + atomic_load(&sa.seen) + atomic_load(&sb.fresh) +
+                    atomic_load(&sb.seen) == LINKS)
+            break;
+        sleep_ms(20);
+    }
+    node_info in;
+    node_get_info(na, &in);
+    assert_false(in.paused);
+    node_stop(na, true);
+    node_stop(nb, true);
+    live[0] = live[1] = NULL;
+    assert_int_equal(outbox_count(ob), 0);
+    assert_int_equal(atomic_load(&sa.fresh) + atomic_load(&sb.fresh), unique_n);
+    assert_int_equal(atomic_load(&sa.foreign), 0);
+    assert_int_equal(atomic_load(&sb.foreign), 0);
+    assert_true(atomic_load(&sa.fresh) > 0 && atomic_load(&sb.fresh) > 0);
+    assert_int_equal(pending_total(), 0);
+    outbox_close(ob_b);
+    db_close(db_b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +511,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(crash_after_commit_before_xack, setup, teardown),
         cmocka_unit_test_setup_teardown(new_owner_claims_a_dead_consumers_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(redis_killed_and_restarted_loses_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(two_nodes_admit_each_link_once_at_its_owner, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
