@@ -70,12 +70,19 @@ static void *run(void *arg)
         memset(n->had, 0, slots * sizeof *n->had);
         for (size_t i = 0; i < k; i++)
             n->had[n->held[i]] = true;
-        if (k > 0)
-            xchg_consume(n->rd, n->held, k, n->o.apply, n->o.apply_arg);
+        /* read only slots whose lease is fresh: a fenced node must not
+         * admit (and ack) links its successor should get */
+        size_t fresh = 0;
+        int64_t t = cr_mono_ms();
+        for (size_t i = 0; i < k; i++)
+            if (member_may_fetch(n->m, n->held[i], t))
+                n->held[fresh++] = n->held[i];
+        if (fresh > 0)
+            xchg_consume(n->rd, n->held, fresh, n->o.apply, n->o.apply_arg);
         else
             nap_ms(tick / 10 > 0 ? tick / 10 : 1);
         if (now >= next_trim) {
-            for (size_t i = 0; i < k; i++)
+            for (size_t i = 0; i < fresh; i++)
                 xchg_trim(n->rd, n->held[i]);
             next_trim = now + 10 * tick;
         }

@@ -4,7 +4,8 @@
  * the reader's connections) and runs, in a loop: the membership tick on
  * time; the forwarder over the outbox; for every slot newly held, a claim
  * of the entries other consumers left pending for more than a lease; a
- * read of the held slots' streams (BLOCK at most a tenth of the lease, so
+ * read of the streams of the held slots whose lease is fresh (a fenced
+ * node admits nothing) (BLOCK at most a tenth of the lease, so
  * ticks stay on time), applied through the caller's apply; now and then a
  * trim. While Redis is unreachable it retries every tick, its leases run
  * out (it fences itself) and node_info says why.

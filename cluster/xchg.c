@@ -31,6 +31,8 @@ static void stream_key(const xchg *x, char *buf, uint32_t slot)
     snprintf(buf, KEYLEN, "%slinks:%u", x->prefix, slot);
 }
 
+static void up(xchg *x);
+
 static int down(xchg *x)
 {
     x->info.redis_up = false;
@@ -49,6 +51,7 @@ static int ready(xchg *x)
         return down(x);
     memset(x->group_made, 0, MAX_SLOTS * sizeof *x->group_made);
     x->check_pending = true;
+    up(x);
     return 0;
 }
 

@@ -503,6 +503,56 @@ static void two_nodes_admit_each_link_once_at_its_owner(void **state)
     db_close(db_b);
 }
 
+/* Redis unreachable: the node says so (paused, why), stops fetching, keeps
+ * its outbox; once Redis is back it resumes and delivers everything. */
+static void node_pauses_while_redis_is_down(void **state)
+{
+    (void)state;
+    const char *names[1] = { "solo" };
+    static uint32_t owner[SLOTS];
+    static owner_store so;
+    slotmap_assign(names, 1, SLOTS, owner);
+    so = (owner_store){ .d = store, .me = 0, .owner = owner };
+    char err[512];
+    node *n = NULL;
+    node_opts o = { .member = { .redis = redisd_addr(rd), .crawl_id = "t", .node_id = "solo",
+                                .slots = SLOTS, .lease_ms = 400 },
+                    .outbox = ob, .apply = node_apply, .apply_arg = &so };
+    assert_int_equal(node_start(&o, &n, err, sizeof err), 0);
+    live[0] = n;
+    int i;
+    for (i = 0; i < 200 && !node_may_fetch(n, "h01.test", 8); i++)
+        sleep_ms(10);
+    assert_true(node_may_fetch(n, "h01.test", 8));
+    assert_int_equal(redisd_signal(rd, SIGKILL), 0);
+    fill_outbox_live(1);
+    node_info in;
+    for (i = 0; i < 300; i++) {
+        node_get_info(n, &in);
+        if (in.paused && !node_may_fetch(n, "h01.test", 8))
+            break;
+        sleep_ms(10);
+    }
+    assert_true(in.paused);
+    assert_false(node_may_fetch(n, "h01.test", 8));
+    assert_non_null(strstr(in.why, "cluster paused, Redis unreachable"));
+    assert_non_null(strstr(in.why, redisd_addr(rd)));
+    assert_int_equal(outbox_count(ob), LINKS); /* nothing sent, nothing lost */
+    assert_int_equal(redisd_restart(rd), 0);
+    for (i = 0; i < 1000; i++) {
+        node_get_info(n, &in);
+        if (atomic_load(&so.fresh) + atomic_load(&so.seen) == LINKS && !in.paused)
+            break;
+        sleep_ms(10);
+    }
+    node_stop(n, true);
+    live[0] = NULL;
+    assert_false(in.paused);
+    assert_int_equal(atomic_load(&so.fresh), unique_n);
+    assert_int_equal(atomic_load(&so.fresh) + atomic_load(&so.seen), LINKS);
+    assert_int_equal(outbox_count(ob), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -512,6 +562,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(new_owner_claims_a_dead_consumers_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(redis_killed_and_restarted_loses_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(two_nodes_admit_each_link_once_at_its_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(node_pauses_while_redis_is_down, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
