@@ -15,9 +15,10 @@ VARIANT ?=
 DEB_PKGS = pkg-config gcc make clang libclang-rt-14-dev libcurl4-openssl-dev \
 	libxml2-dev libxml2-utils libxxhash-dev libsqlite3-dev libcmocka-dev \
 	libmicrohttpd-dev libjansson-dev libpsl-dev zlib1g-dev libssl-dev \
-	libbloom-dev libbrotli-dev libidn2-dev libzip-dev chromium
+	libbloom-dev libbrotli-dev libidn2-dev libzip-dev chromium \
+	libhiredis-dev redis-server
 PC_LIBS = libcurl libxml-2.0 libxxhash sqlite3 libmicrohttpd jansson libpsl zlib libcrypto libbrotlidec \
-	libidn2 libzip
+	libidn2 libzip hiredis
 
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wwrite-strings -Wvla -Wformat=2
@@ -38,7 +39,7 @@ LDLIBS += $(PC_LDLIBS) -lpthread -lm
 B := build/$(or $(VARIANT),default)$(if $(findstring clang,$(CC)),-clang)
 BIN := $(if $(VARIANT)$(findstring clang,$(CC)),$(B)/bin,bin)
 
-LIB_SRC := $(filter-out crawler/cli/main.c,$(wildcard common/*.c config/*.c dedup/*.c storage/*.c frontier/*.c crawler/*.c crawler/*/*.c))
+LIB_SRC := $(filter-out crawler/cli/main.c,$(wildcard common/*.c config/*.c dedup/*.c storage/*.c frontier/*.c cluster/*.c crawler/*.c crawler/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 LIB := $(B)/libcrawld.a
 TSUP_SRC := $(wildcard tests/support/*.c)

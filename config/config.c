@@ -151,10 +151,50 @@ static const option options[] = {
     INT(control, idle_timeout_s, 1, 3600, "10", "a connection idle this long within or between requests is closed"),
     INT(control, max_connections, 1, 4096, "64", "connections served at once (twice as many may wait for their request line)"),
     INT(control, max_per_address, 1, 4096, "16", "connections from one client address, waiting and (TCP) served; the oldest waiting one makes room"),
+
+    STR(cluster, redis, "\"\"", "share one crawl among several nodes through Redis Streams: \"unix:/path/to.sock\" or \"tcp:HOST:PORT\" (\"\": a single node, no Redis code runs)"),
+    STR(cluster, crawl_id, "\"crawld\"", "name of the shared crawl in Redis (its keys start with crawld:NAME:); nodes with the same name join one crawl"),
+    STR(cluster, node_id, "\"\"", "this node's name in the cluster (\"\": the hostname and the absolute state_dir)"),
+    INT(cluster, slots, 1, 4096, "64", "host slots (slot = XXH3(host) mod slots); fixed when the crawl is created, a joining node takes the crawl's value"),
+    INT(cluster, lease_ms, 100, 600000, "10000", "node and slot lease; renewed every quarter, a node that could not renew for half of it stops fetching"),
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
 /* ---- errors ------------------------------------------------------------ */
+
+int config_check_redis_addr(const char *s, char *msg, size_t msglen)
+{
+    if (s[0] == '\0')
+        return 0;
+    if (strncmp(s, "unix:", 5) == 0) {
+        if (s[5] != '/') {
+            snprintf(msg, msglen, "'unix:' must be followed by an absolute socket path, not '%.60s'", s + 5);
+            return -EINVAL;
+        }
+        if (strlen(s + 5) >= 108) {
+            snprintf(msg, msglen, "the socket path is longer than 107 bytes");
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (strncmp(s, "tcp:", 4) == 0) {
+        const char *colon = strrchr(s + 4, ':');
+        if (colon == NULL || colon == s + 4) {
+            snprintf(msg, msglen, "'%.60s' must read tcp:HOST:PORT", s);
+            return -EINVAL;
+        }
+        char *end;
+        errno = 0;
+        long port = strtol(colon + 1, &end, 10);
+        if (colon[1] == '\0' || *end != '\0' || errno != 0 || port < 1 || port > 65535) {
+            snprintf(msg, msglen, "port '%.20s' must be a number 1..65535", colon + 1);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    snprintf(msg, msglen, "'%.60s' must be \"unix:/PATH\", \"tcp:HOST:PORT\" or \"\"", s);
+    return -EINVAL;
+}
 
 static int fail(config_error *err, const char *name, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -367,8 +407,14 @@ static int check_value(crawl_config *c, const option *o, const toml_value *v, bo
     }
     case T_STR: {
         int rc = check_string(v, what, name, err);
-        if (rc < 0 || !apply)
+        if (rc < 0)
             return rc;
+        char why[200];
+        if (strcmp(o->section, "cluster") == 0 && strcmp(o->name, "redis") == 0 &&
+            config_check_redis_addr(toml_string(v, NULL), why, sizeof why) < 0)
+            return fail(err, name, line, col, "%s: %s", what, why);
+        if (!apply)
+            return 0;
         char *dup = cr_strdup(toml_string(v, NULL));
         if (dup == NULL)
             return fail(err, name, 0, 0, "out of memory");

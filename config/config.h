@@ -117,6 +117,13 @@ typedef struct crawl_config {
         int64_t max_connections;
         int64_t max_per_address;
     } control;
+    struct {
+        char *redis;               /* "": single node (no Redis code runs) */
+        char *crawl_id;
+        char *node_id;             /* "": hostname:state_dir */
+        int64_t slots;
+        int64_t lease_ms;
+    } cluster;
 } crawl_config;
 
 typedef struct config_error {
@@ -148,6 +155,10 @@ int config_write(const crawl_config *c, FILE *f, bool docs);
  * asserts they agree); scope's max_url_length gets the same value. */
 #define CONFIG_URL_BYTES_MIN 64
 #define CONFIG_URL_BYTES_MAX 65536
+
+/* Checks a cluster.redis address: "" (off), "unix:/PATH" or "tcp:HOST:PORT".
+ * 0, or -EINVAL with why (a phrase) in msg. */
+int config_check_redis_addr(const char *s, char *msg, size_t msglen);
 
 /* The name of a crawl.scope value ("host", ...), or "?". */
 const char *config_scope_name(int scope);

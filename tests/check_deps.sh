@@ -10,12 +10,14 @@
 #   storage/        common/, storage/                        curl, libxml2, libmicrohttpd (jansson
 #                                                            only for the WACZ packager JSON)
 #   frontier/       common/, storage/, frontier/             curl, libxml2, SQLite, libmicrohttpd, jansson
+#   cluster/        common/, dedup/, storage/, cluster/      curl, libxml2, SQLite, libmicrohttpd, jansson
 #   crawler/web/    common/, crawler/web/                    SQLite, libmicrohttpd, jansson
 #   crawler/report/ common/ config/ dedup/ storage/ frontier/ curl, libxml2, SQLite
 #                   crawler/report/, and crawler/crawl.h (the figures it formats)
 #   crawler/        everything but crawler/cli/              SQLite
 #   crawler/cli/    everything                               SQLite
-# SQLite stays in storage/ (its fence); bench/ and tests/ may use anything.
+# SQLite stays in storage/ (its fence); hiredis stays in cluster/redis.c (its
+# fence: no other file of ours may include it); bench/ and tests/ may use anything.
 #
 # usage: tests/check_deps.sh [ROOT]     check the tree at ROOT (default: .)
 #        tests/check_deps.sh --self-test plant bad includes in a temp copy
@@ -25,7 +27,7 @@ set -u
 check() {
     root=$1
     cd "$root" || return 2
-    files=$(find common config dedup storage frontier crawler -name '*.[ch]' 2>/dev/null | sort)
+    files=$(find common config dedup storage frontier cluster crawler -name '*.[ch]' 2>/dev/null | sort)
     [ -n "$files" ] || { echo "check-deps: no sources under $root"; return 2; }
     # shellcheck disable=SC2086
     awk '
@@ -33,13 +35,14 @@ check() {
         if (f ~ /^crawler\/(web|report|cli)\//) { split(f, d, "/"); return d[1] "/" d[2] }
         split(f, d, "/"); return d[1]
     }
-    function ours(t) { return t ~ /^(common|config|dedup|storage|frontier|crawler)\// }
+    function ours(t) { return t ~ /^(common|config|dedup|storage|frontier|cluster|crawler)\// }
     function lib(t) {
         if (t ~ /^curl\//) return "curl"
         if (t ~ /^libxml\//) return "libxml2"
         if (t == "sqlite3.h") return "SQLite"
         if (t == "microhttpd.h") return "libmicrohttpd"
         if (t == "jansson.h") return "jansson"
+        if (t ~ /^(hiredis\/)?(hiredis|async|read|sds)\.h$/) return "hiredis"
         return ""
     }
     function allowed_ours(m, t) {
@@ -48,6 +51,7 @@ check() {
         if (m == "dedup") return t ~ /^(common|dedup)\//
         if (m == "storage") return t ~ /^(common|storage)\//
         if (m == "frontier") return t ~ /^(common|storage|frontier)\//
+        if (m == "cluster") return t ~ /^(common|dedup|storage|cluster)\//
         if (m == "crawler/web") return t ~ /^(common|crawler\/web)\//
         if (m == "crawler/report")
             return t ~ /^(common|config|dedup|storage|frontier|crawler\/report)\// || t == "crawler/crawl.h"
@@ -56,10 +60,12 @@ check() {
     }
     function banned_lib(m, l) {
         if (l == "") return 0
+        if (l == "hiredis") return FILENAME != "cluster/redis.c"
         if (m == "common" || m == "config") return 1
         if (m == "dedup") return 1
         if (m == "storage") return l != "SQLite" && l != "jansson" # jansson: the WACZ datapackage.json
         if (m == "frontier") return 1
+        if (m == "cluster") return 1
         if (m == "crawler/web") return l == "SQLite" || l == "libmicrohttpd" || l == "jansson"
         if (m == "crawler/report") return l == "curl" || l == "libxml2" || l == "SQLite"
         return l == "SQLite"
@@ -102,10 +108,14 @@ self_test() {
         'storage/warc.c|#include "frontier/frontier.h"|storage/warc.c:.*frontier/frontier.h' \
         'crawler/crawl.h|#include "crawler/cli/cli.h"|crawler/crawl.h:.*crawler/cli/cli.h' \
         'common/buf.c|#include "dedup/bloom.h"|common/buf.c:.*dedup/bloom.h' \
-        'crawler/web/links.c|#include "../cli/cli.h"|crawler/web/links.c:.*crawler/cli/cli.h'; do
+        'crawler/web/links.c|#include "../cli/cli.h"|crawler/web/links.c:.*crawler/cli/cli.h' \
+        'cluster/member.c|#include <hiredis.h>|cluster/member.c:.*hiredis' \
+        'crawler/crawl.c|#include <hiredis/hiredis.h>|crawler/crawl.c:.*hiredis' \
+        'cluster/slotmap.c|#include "frontier/frontier.h"|cluster/slotmap.c:.*frontier/frontier.h' \
+        'cluster/redis.c|#include <sqlite3.h>|cluster/redis.c:.*SQLite'; do
         f=${plant%%|*}; rest=${plant#*|}; inc=${rest%%|*}; want=${rest#*|}
         rm -rf "$tmp/t" && mkdir "$tmp/t" || exit 2
-        (cd "$src" && tar cf - common config dedup storage frontier crawler) | (cd "$tmp/t" && tar xf -)
+        (cd "$src" && tar cf - common config dedup storage frontier cluster crawler) | (cd "$tmp/t" && tar xf -)
         printf '%s\n' "$inc" >>"$tmp/t/$f"
         out=$( (check "$tmp/t") 2>&1); rc=$?
         if [ $rc -ne 1 ] || ! printf '%s\n' "$out" | grep -q "$want"; then
@@ -115,7 +125,7 @@ self_test() {
     done
     out=$( (check "$src") 2>&1) || { echo "$out"; echo "check-deps self-test: the tree itself fails"; exit 1; }
     [ $fails -eq 0 ] || exit 1
-    echo "check-deps self-test: 8 planted crossings caught, each named by file:line"
+    echo "check-deps self-test: 12 planted crossings caught, each named by file:line"
 }
 
 case "${1:-}" in

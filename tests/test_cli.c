@@ -51,7 +51,7 @@ static size_t count_lines(const char *s)
     return n;
 }
 
-static const char *const subcommands[] = { "run", "dedup", "stats", "report", "check-config",
+static const char *const subcommands[] = { "run", "dedup", "stats", "report", "check-config", "cluster",
                                            "canon", "links", "robots" };
 
 static void help_lists_every_subcommand(void **state)

@@ -72,5 +72,6 @@ int cmd_pause(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_shutdown(int argc, char **argv);
 int cmd_seed(int argc, char **argv);
+int cmd_cluster(int argc, char **argv);
 
 #endif

@@ -182,6 +182,14 @@ int cmd_run(int argc, char **argv)
     crawl_config cfg;
     if (cli_conf_load(&cc, "run", &cfg, false) != 0)
         return 1;
+    if (cfg.cluster.redis[0] != '\0') {
+        /* Refused, never silently crawled alone: see cluster/README.md. */
+        fprintf(stderr, "crawld run: cluster.redis is set, but this build cannot crawl as a"
+                        " cluster node yet (cluster/ has the membership and the link exchange,"
+                        " not the partitioned crawl); unset cluster.redis to crawl on one node\n");
+        config_release(&cfg);
+        return 1;
+    }
     /* every thread started from here on inherits the blocked signals */
     sigset_t set, old;
     sigemptyset(&set);

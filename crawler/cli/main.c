@@ -25,6 +25,7 @@ static const command commands[] = {
     { "resume", cmd_resume, "resume a paused crawl" },
     { "shutdown", cmd_shutdown, "stop a running crawl cleanly" },
     { "seed", cmd_seed, "queue seed URLs in a running crawl" },
+    { "cluster", cmd_cluster, "show a shared crawl's nodes, leases, slot map and streams in Redis" },
     { "check-config", cmd_check_config, "validate a configuration and print the effective one" },
     { "canon", cmd_canon, "print the canonical form of URLs" },
     { "links", cmd_links, "print the links extracted from an HTML file" },

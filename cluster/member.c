@@ -1,0 +1,508 @@
+/* cluster/member: node and slot leases, the coordinator, the slot map.
+ * The design and the fencing rule are in member.h. Owned by one thread
+ * (the one calling member_tick); deadline[] is the only state other
+ * threads read, one atomic per slot. */
+#include "member.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include "cluster/redis.h"
+#include "cluster/slotmap.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+
+#define KEY_MAX 600
+
+/* Renews (or deletes) KEYS[1] only while it still names this node. */
+static const char RENEW_IF_MINE[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
+static const char DEL_IF_MINE[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('DEL', KEYS[1]) else return 0 end";
+
+struct member {
+    redis_conn *rc;
+    member_opts o;
+    char id[256];
+    char prefix[300];
+    char lease_s[24];     /* lease_ms as text */
+    uint32_t slots;
+    bool *held;
+    bool *wanted;
+    _Atomic int64_t *deadline; /* may fetch until (monotonic ms); 0: no */
+    member_info info;
+};
+
+void member_default_node_id(const char *state_dir, char *buf, size_t len)
+{
+    char host[256] = "localhost", path[4096];
+    if (gethostname(host, sizeof host - 1) < 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    if (realpath(state_dir, path) == NULL) {
+        char cwd[2048];
+        if (state_dir[0] != '/' && getcwd(cwd, sizeof cwd) != NULL)
+            snprintf(path, sizeof path, "%s/%s", cwd, state_dir);
+        else
+            snprintf(path, sizeof path, "%s", state_dir);
+    }
+    snprintf(buf, len, "%s:%s", host, path);
+}
+
+void member_prefix(const char *crawl_id, char *buf, size_t len)
+{
+    snprintf(buf, len, "crawld:%s:", crawl_id);
+}
+
+static void key(const member *m, char *buf, const char *what)
+{
+    snprintf(buf, KEY_MAX, "%s%s", m->prefix, what);
+}
+
+static void slot_key(const member *m, char *buf, uint32_t s)
+{
+    snprintf(buf, KEY_MAX, "%sslot:%u", m->prefix, s);
+}
+
+static void note_down(member *m)
+{
+    m->info.redis_up = false;
+    m->info.redis_errors++;
+    snprintf(m->info.error, sizeof m->info.error, "%s", redis_error(m->rc));
+}
+
+int member_open(const member_opts *o, member **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (o->slots == 0 || o->lease_ms < 4 || strlen(o->node_id) >= 256 || o->node_id[0] == '\0') {
+        snprintf(err, errlen, "cluster: bad options (slots, lease_ms or node_id)");
+        return -EINVAL;
+    }
+    member *m = cr_calloc(1, sizeof *m);
+    if (m == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    m->o = *o;
+    snprintf(m->id, sizeof m->id, "%s", o->node_id);
+    member_prefix(o->crawl_id, m->prefix, sizeof m->prefix);
+    snprintf(m->lease_s, sizeof m->lease_s, "%lld", (long long)o->lease_ms);
+    /* Commands wait at most a lease: longer, and the fencing is what acts. */
+    int rc = redis_open(o->redis, (int)o->lease_ms, &m->rc, err, errlen);
+    if (rc < 0)
+        goto fail;
+    char k[KEY_MAX], n[24];
+    key(m, k, "meta");
+    snprintf(n, sizeof n, "%u", o->slots);
+    redis_reply *r = NULL;
+    rc = redis_cmd(m->rc, &r, "HSETNX", k, "slots", n, NULL);
+    redis_reply_free(r);
+    if (rc == 0)
+        rc = redis_cmd(m->rc, &r, "HGET", k, "slots", NULL);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", redis_error(m->rc));
+        goto fail;
+    }
+    long long stored = redis_reply_int(r);
+    redis_reply_free(r);
+    if (stored < 1 || stored > 65536) {
+        snprintf(err, errlen, "cluster: %smeta holds a bad slot count", m->prefix);
+        rc = -EINVAL;
+        goto fail;
+    }
+    m->slots = (uint32_t)stored;
+    m->held = cr_calloc(m->slots, sizeof *m->held);
+    m->wanted = cr_calloc(m->slots, sizeof *m->wanted);
+    m->deadline = cr_calloc(m->slots, sizeof *m->deadline);
+    if (m->held == NULL || m->wanted == NULL || m->deadline == NULL) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto fail;
+    }
+    m->info.slots = m->slots;
+    m->info.redis_up = true;
+    *out = m;
+    return 0;
+fail:
+    member_free(m);
+    return rc;
+}
+
+void member_free(member *m)
+{
+    if (m == NULL)
+        return;
+    redis_free(m->rc);
+    cr_free(m->held);
+    cr_free(m->wanted);
+    cr_free((void *)m->deadline);
+    cr_free(m);
+}
+
+size_t member_held_slots(const member *m, uint32_t *slots, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t s = 0; s < m->slots && n < cap; s++)
+        if (m->held[s])
+            slots[n++] = s;
+    return n;
+}
+
+uint32_t member_slots(const member *m)
+{
+    return m->slots;
+}
+
+int64_t member_tick_ms(const member *m)
+{
+    return m->o.lease_ms / 4 > 0 ? m->o.lease_ms / 4 : 1;
+}
+
+int member_may_fetch(const member *m, uint32_t slot, int64_t now_ms)
+{
+    if (slot >= m->slots)
+        return 0;
+    return now_ms < atomic_load_explicit(&m->deadline[slot], memory_order_acquire);
+}
+
+void member_get_info(const member *m, member_info *out)
+{
+    *out = m->info;
+}
+
+static int eval_append(member *m, const char *script, const char *k)
+{
+    const char *argv[] = { "EVAL", script, "1", k, m->id, m->lease_s };
+    return redis_append(m->rc, 6, argv, NULL);
+}
+
+/* Reads n replies, keeping them in r[] (NULL-filled on failure). */
+static int read_n(member *m, redis_reply **r, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        r[i] = NULL;
+        if (rc == 0)
+            rc = redis_read(m->rc, &r[i]);
+    }
+    return rc;
+}
+
+static void free_n(redis_reply **r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        redis_reply_free(r[i]);
+}
+
+/* The coordinator's round: live nodes, their map, written if it changed. */
+static int coordinate(member *m)
+{
+    char k[KEY_MAX], nk[KEY_MAX];
+    redis_reply *mem = NULL, *cur = NULL, **ex = NULL;
+    const char **live = NULL, **argv = NULL;
+    uint32_t *owner = NULL;
+    size_t n = 0;
+    int rc;
+    key(m, k, "members");
+    rc = redis_cmd(m->rc, &mem, "SMEMBERS", k, NULL);
+    if (rc < 0)
+        goto out;
+    n = redis_reply_count(mem);
+    ex = cr_calloc(n + 1, sizeof *ex);
+    live = cr_calloc(n + 1, sizeof *live);
+    owner = cr_calloc(m->slots, sizeof *owner);
+    argv = cr_calloc(2 * (size_t)m->slots + 2, sizeof *argv);
+    if (ex == NULL || live == NULL || owner == NULL || argv == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        snprintf(nk, sizeof nk, "%snode:%s", m->prefix, redis_reply_str(redis_reply_at(mem, i), NULL));
+        const char *a[] = { "EXISTS", nk };
+        rc = redis_append(m->rc, 2, a, NULL);
+    }
+    if (rc == 0)
+        rc = read_n(m, ex, n);
+    if (rc < 0)
+        goto out;
+    size_t nlive = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *id = redis_reply_str(redis_reply_at(mem, i), NULL);
+        if (redis_reply_int(ex[i]) == 1) {
+            live[nlive++] = id;
+        } else {
+            redis_reply *x = NULL;
+            rc = redis_cmd(m->rc, &x, "SREM", k, id, NULL);
+            redis_reply_free(x);
+            if (rc < 0)
+                goto out;
+        }
+    }
+    if (nlive == 0)
+        goto out;
+    slotmap_assign(live, nlive, m->slots, owner);
+    key(m, k, "map");
+    rc = redis_cmd(m->rc, &cur, "HGETALL", k, NULL);
+    if (rc < 0)
+        goto out;
+    size_t same = 0;
+    for (size_t i = 0; i + 1 < redis_reply_count(cur); i += 2) {
+        long long s = redis_reply_int(redis_reply_at(cur, i));
+        const char *v = redis_reply_str(redis_reply_at(cur, i + 1), NULL);
+        if (s >= 0 && s < (long long)m->slots && strcmp(v, live[owner[s]]) == 0)
+            same++;
+    }
+    if (same == m->slots && redis_reply_count(cur) == 2 * (size_t)m->slots)
+        goto out;
+    /* MULTI; DEL map; HSET map s id ...; INCR epoch; EXEC */
+    char (*nums)[12] = cr_calloc(m->slots, sizeof *nums);
+    if (nums == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    argv[0] = "HSET";
+    argv[1] = k;
+    for (uint32_t s = 0; s < m->slots; s++) {
+        snprintf(nums[s], sizeof nums[s], "%u", s);
+        argv[2 + 2 * s] = nums[s];
+        argv[3 + 2 * s] = live[owner[s]];
+    }
+    char ek[KEY_MAX];
+    key(m, ek, "epoch");
+    const char *multi[] = { "MULTI" }, *del[] = { "DEL", k }, *incr[] = { "INCR", ek },
+               *exec[] = { "EXEC" };
+    redis_reply *r[5] = { NULL, NULL, NULL, NULL, NULL };
+    rc = redis_append(m->rc, 1, multi, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 2, del, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 2 + 2 * (int)m->slots, argv, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 2, incr, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 1, exec, NULL);
+    if (rc == 0)
+        rc = read_n(m, r, 5);
+    cr_free(nums);
+    free_n(r, 5);
+out:
+    if (ex != NULL)
+        free_n(ex, n);
+    redis_reply_free(cur);
+    redis_reply_free(mem);
+    cr_free(ex);
+    cr_free(live);
+    cr_free(owner);
+    cr_free(argv);
+    return rc;
+}
+
+/* Reads the epoch and, when it moved, the map, in one MULTI so the two
+ * agree; sets wanted[]. */
+static int follow_map(member *m)
+{
+    char ek[KEY_MAX], mk[KEY_MAX];
+    key(m, ek, "epoch");
+    key(m, mk, "map");
+    const char *multi[] = { "MULTI" }, *get[] = { "GET", ek }, *all[] = { "HGETALL", mk },
+               *exec[] = { "EXEC" };
+    redis_reply *r[4] = { NULL, NULL, NULL, NULL };
+    int rc = redis_append(m->rc, 1, multi, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 2, get, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 2, all, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 1, exec, NULL);
+    if (rc == 0)
+        rc = read_n(m, r, 4);
+    if (rc == 0 && redis_reply_count(r[3]) == 2) {
+        uint64_t epoch = (uint64_t)redis_reply_int(redis_reply_at(r[3], 0));
+        const redis_reply *map = redis_reply_at(r[3], 1);
+        if (epoch != m->info.epoch || epoch == 0) {
+            memset(m->wanted, 0, m->slots * sizeof *m->wanted);
+            uint32_t w = 0;
+            for (size_t i = 0; i + 1 < redis_reply_count(map); i += 2) {
+                long long sl = redis_reply_int(redis_reply_at(map, i));
+                const char *v = redis_reply_str(redis_reply_at(map, i + 1), NULL);
+                if (sl >= 0 && sl < (long long)m->slots && strcmp(v, m->id) == 0) {
+                    m->wanted[sl] = true;
+                    w++;
+                }
+            }
+            m->info.epoch = epoch;
+            m->info.wanted = w;
+        }
+    }
+    free_n(r, 4);
+    return rc;
+}
+
+/* Takes the slots the map gives this node (SET NX: only once free), and
+ * releases, once drained, the ones it took away. */
+static int take_and_release(member *m)
+{
+    char k[KEY_MAX];
+    int rc = 0;
+    for (uint32_t s = 0; s < m->slots && rc == 0; s++) {
+        if (m->held[s] && !m->wanted[s]) {
+            atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+            if (m->o.drained != NULL && !m->o.drained(m->o.drained_arg, s))
+                continue;
+            slot_key(m, k, s);
+            redis_reply *r = NULL;
+            const char *argv[] = { "EVAL", DEL_IF_MINE, "1", k, m->id };
+            rc = redis_cmdv(m->rc, 5, argv, NULL, &r);
+            redis_reply_free(r);
+            if (rc == 0) {
+                m->held[s] = false;
+                m->info.held--;
+            }
+        } else if (!m->held[s] && m->wanted[s]) {
+            slot_key(m, k, s);
+            int64_t sent = cr_mono_ms();
+            redis_reply *r = NULL;
+            rc = redis_cmd(m->rc, &r, "SET", k, m->id, "NX", "PX", m->lease_s, NULL);
+            if (rc == 0 && redis_reply_type(r) == REDIS_T_STATUS) {
+                m->held[s] = true;
+                m->info.held++;
+                atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
+                                      memory_order_release);
+            }
+            redis_reply_free(r);
+        }
+    }
+    return rc;
+}
+
+int member_tick(member *m, int64_t now_ms)
+{
+    char err[256];
+    if (!redis_alive(m->rc) && redis_reconnect(m->rc, err, sizeof err) < 0) {
+        note_down(m);
+        return -EPIPE;
+    }
+    char nk[KEY_MAX], mk[KEY_MAX], ck[KEY_MAX], info[96];
+    snprintf(nk, sizeof nk, "%snode:%s", m->prefix, m->id);
+    key(m, mk, "members");
+    key(m, ck, "coord");
+    snprintf(info, sizeof info, "pid=%ld since=%lld", (long)getpid(), (long long)cr_wall_ms());
+    uint32_t *sl = cr_calloc(m->slots + 1, sizeof *sl);
+    redis_reply **r = cr_calloc(m->slots + 5, sizeof *r);
+    size_t nheld = 0, nr = 0;
+    int rc = sl == NULL || r == NULL ? -ENOMEM : 0;
+    if (rc < 0)
+        goto out;
+    /* One pipeline: node lease, membership, each held slot, coordinator. */
+    const char *set[] = { "SET", nk, info, "PX", m->lease_s };
+    const char *sadd[] = { "SADD", mk, m->id };
+    const char *coord[] = { "SET", ck, m->id, "NX", "PX", m->lease_s };
+    /* The renewal counts from when it was sent (or the caller's earlier
+     * now_ms): Redis counts its lease from a later moment. */
+    int64_t sent = cr_mono_ms();
+    if (now_ms < sent)
+        sent = now_ms;
+    rc = redis_append(m->rc, 5, set, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 3, sadd, NULL);
+    for (uint32_t s = 0; s < m->slots && rc == 0; s++) {
+        if (!m->held[s])
+            continue;
+        char k[KEY_MAX];
+        slot_key(m, k, s);
+        sl[nheld++] = s;
+        rc = eval_append(m, RENEW_IF_MINE, k);
+    }
+    if (rc == 0)
+        rc = redis_append(m->rc, 6, coord, NULL);
+    if (rc == 0)
+        rc = eval_append(m, RENEW_IF_MINE, ck);
+    nr = nheld + 4;
+    if (rc == 0)
+        rc = read_n(m, r, nr);
+    if (rc < 0)
+        goto out;
+    for (size_t i = 0; i < nheld; i++) {
+        uint32_t s = sl[i];
+        if (redis_reply_int(r[2 + i]) == 1) {
+            atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
+                                  memory_order_release);
+        } else {
+            /* Gone (we were too slow) or someone else's now: fenced. */
+            atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+            m->held[s] = false;
+            m->info.held--;
+            m->info.lost++;
+        }
+    }
+    m->info.coordinator = redis_reply_type(r[2 + nheld]) == REDIS_T_STATUS ||
+                          redis_reply_int(r[3 + nheld]) == 1;
+    if (m->info.coordinator)
+        rc = coordinate(m);
+    if (rc == 0)
+        rc = follow_map(m);
+    if (rc == 0)
+        rc = take_and_release(m);
+out:
+    if (r != NULL)
+        free_n(r, nr);
+    cr_free(r);
+    cr_free(sl);
+    if (rc == -EPIPE) {
+        note_down(m);
+    } else if (rc == 0) {
+        m->info.redis_up = true;
+        m->info.error[0] = '\0';
+    }
+    return rc;
+}
+
+int member_leave(member *m)
+{
+    char k[KEY_MAX];
+    for (uint32_t s = 0; s < m->slots; s++)
+        atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+    if (!redis_alive(m->rc) && redis_reconnect(m->rc, k, sizeof k) < 0)
+        return -EPIPE;
+    int rc = 0;
+    size_t n = 0;
+    for (uint32_t s = 0; s < m->slots && rc == 0; s++) {
+        if (!m->held[s])
+            continue;
+        slot_key(m, k, s);
+        const char *argv[] = { "EVAL", DEL_IF_MINE, "1", k, m->id };
+        rc = redis_append(m->rc, 5, argv, NULL);
+        n++;
+    }
+    key(m, k, "coord");
+    const char *dc[] = { "EVAL", DEL_IF_MINE, "1", k, m->id };
+    if (rc == 0)
+        rc = redis_append(m->rc, 5, dc, NULL);
+    char nk[KEY_MAX], mk[KEY_MAX];
+    snprintf(nk, sizeof nk, "%snode:%s", m->prefix, m->id);
+    key(m, mk, "members");
+    const char *dn[] = { "DEL", nk }, *sr[] = { "SREM", mk, m->id };
+    if (rc == 0)
+        rc = redis_append(m->rc, 2, dn, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 3, sr, NULL);
+    for (size_t i = 0; i < n + 3 && rc == 0; i++) {
+        redis_reply *r = NULL;
+        rc = redis_read(m->rc, &r);
+        redis_reply_free(r);
+    }
+    if (rc == 0) {
+        memset(m->held, 0, m->slots * sizeof *m->held);
+        memset(m->wanted, 0, m->slots * sizeof *m->wanted);
+        m->info.held = 0;
+        m->info.coordinator = false;
+    }
+    return rc;
+}

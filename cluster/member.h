@@ -1,0 +1,95 @@
+/* cluster/member: this node's membership in a shared crawl, over Redis.
+ *
+ * Keys (P = "crawld:CRAWL_ID:"): P"meta" (hash; slots, fixed by the first
+ * node), P"members" (set of node ids ever seen), P"node:ID" (lease: the
+ * node is alive), P"coord" (the coordinator lease), P"map" (hash slot ->
+ * node id) and P"epoch" (bumped with every new map, in one MULTI), and
+ * P"slot:N" (the slot lease: the node that holds it is the only one that
+ * may fetch the slot's hosts).
+ *
+ * Every tick (call it every lease_ms/4, see member_tick_ms) renews the node
+ * lease and every slot lease this node holds, in one pipeline. The holder
+ * of the coordinator lease computes the map by rendezvous hashing
+ * (cluster/slotmap) over the nodes whose lease is alive, and writes it
+ * with epoch+1 when it changed. A node takes a slot the map gives it only
+ * with SET NX, so only after the old holder released it or its lease ran
+ * out; a slot the map takes away stops dispatching at once and is released
+ * once the caller says it is drained.
+ *
+ * Fencing: a slot may be fetched until half a lease after the moment the
+ * renewal that last succeeded was *sent*; Redis keeps the key for a whole
+ * lease after it *received* it. So a node that was paused, or cut off
+ * from Redis, stops fetching a quarter to half a lease before anyone else
+ * can take its slots. member_may_fetch is lock-free (one atomic per slot)
+ * and may be called from any thread; everything else is for the one thread
+ * that owns the member. */
+#ifndef CRAWLD_CLUSTER_MEMBER_H
+#define CRAWLD_CLUSTER_MEMBER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct member member;
+
+typedef struct member_opts {
+    const char *redis;     /* "unix:/PATH" or "tcp:HOST:PORT" */
+    const char *crawl_id;
+    const char *node_id;
+    uint32_t slots;        /* used when this node creates the crawl */
+    int64_t lease_ms;
+    /* Asked before a slot taken away is released: 1 when no fetch of the
+     * slot is in flight. NULL: always drained. Called on the owner thread. */
+    int (*drained)(void *arg, uint32_t slot);
+    void *drained_arg;
+} member_opts;
+
+/* What a tick saw, for status lines and metrics. */
+typedef struct member_info {
+    bool redis_up;         /* the last tick reached Redis */
+    bool coordinator;
+    uint64_t epoch;        /* of the map this node acts on */
+    uint32_t slots;        /* the crawl's slot count */
+    uint32_t held;         /* slot leases held */
+    uint32_t wanted;       /* slots the map gives this node */
+    uint64_t lost;         /* slot leases found gone at renewal (fenced) */
+    uint64_t redis_errors; /* ticks that failed to reach Redis */
+    char error[256];       /* the last Redis error, "" when up */
+} member_info;
+
+/* Connects and joins (node lease, members set, the crawl's slot count).
+ * 0 and *out, or a negative errno with why in err. Caller owns *out; free
+ * with member_free() (after member_leave for a clean exit). */
+int member_open(const member_opts *o, member **out /* OUT */, char *err, size_t errlen);
+void member_free(member *m);
+
+/* One round at monotonic time now_ms: renew, coordinate, follow the map,
+ * take and release slots. 0, or -EPIPE when Redis was unreachable (the
+ * leases then run out on their own; the next tick reconnects). */
+int member_tick(member *m, int64_t now_ms);
+/* The tick interval for this lease. */
+int64_t member_tick_ms(const member *m);
+
+/* 1 when this node may fetch hosts of slot at monotonic time now_ms. */
+int member_may_fetch(const member *m, uint32_t slot, int64_t now_ms);
+
+/* Stops dispatching everything and releases every lease (node, slots,
+ * coordinator) so others take over at once. 0 or -EPIPE. */
+int member_leave(member *m);
+
+/* The slots whose lease this node holds (may include one draining),
+ * up to cap. OUT: slots. Returns how many. Owner thread only. */
+size_t member_held_slots(const member *m, uint32_t *slots /* OUT */, size_t cap);
+
+/* The crawl's slot count (the stored one once joined). */
+uint32_t member_slots(const member *m);
+void member_get_info(const member *m, member_info *out /* OUT */);
+
+/* cluster.node_id's default: "HOSTNAME:STATE_DIR", the state folder made
+ * absolute (as given when it does not exist yet). */
+void member_default_node_id(const char *state_dir, char *buf, size_t len);
+
+/* The key prefix "crawld:ID:" for a crawl id into buf. */
+void member_prefix(const char *crawl_id, char *buf, size_t len);
+
+#endif

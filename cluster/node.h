@@ -1,0 +1,58 @@
+/* cluster/node: one crawld node's cluster side, on its own thread.
+ *
+ * Owns a member (leases, the slot map) and two xchg (the forwarder's and
+ * the reader's connections) and runs, in a loop: the membership tick on
+ * time; the forwarder over the outbox; for every slot newly held, a claim
+ * of the entries other consumers left pending for more than a lease; a
+ * read of the streams of the held slots whose lease is fresh (a fenced
+ * node admits nothing) (BLOCK at most a tenth of the lease, so
+ * ticks stay on time), applied through the caller's apply; now and then a
+ * trim. While Redis is unreachable it retries every tick, its leases run
+ * out (it fences itself) and node_info says why.
+ * node_may_fetch is lock-free and may be called from
+ * any thread (fetchers ask before each dispatch); apply and drained run on
+ * the node thread. */
+#ifndef CRAWLD_CLUSTER_NODE_H
+#define CRAWLD_CLUSTER_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster/member.h"
+#include "cluster/xchg.h"
+#include "storage/outbox.h"
+
+typedef struct node node;
+
+typedef struct node_opts {
+    member_opts member;    /* redis, crawl_id, node_id, slots, lease_ms, drained */
+    outbox *outbox;        /* borrowed; links this node found for foreign slots */
+    xchg_apply_fn apply;   /* links for this node's slots: admit them */
+    void *apply_arg;
+} node_opts;
+
+typedef struct node_info {
+    member_info member;
+    xchg_info reader;
+    xchg_info forwarder;
+    int64_t outbox;        /* rows waiting */
+    bool paused;           /* Redis unreachable: not fetching, retrying */
+    char why[300];         /* when paused: the message users see */
+} node_info;
+
+/* Joins and starts the thread. 0, or negative errno with why in err.
+ * Caller owns *out; node_stop() then frees it. */
+int node_start(const node_opts *o, node **out /* OUT */, char *err, size_t errlen);
+/* Stops the thread; with leave, releases every lease at once (SIGTERM),
+ * else lets them run out (as a crash would). Frees n. */
+void node_stop(node *n, bool leave);
+
+/* The slot of a host. */
+uint32_t node_slot_of(const node *n, const char *host, size_t len);
+/* 1 when this node may fetch a URL of host now (its slot lease is fresh). */
+int node_may_fetch(const node *n, const char *host, size_t len);
+
+void node_get_info(node *n, node_info *out /* OUT */);
+
+#endif

@@ -1,0 +1,837 @@
+/* tests/test_cluster: cluster/ against a real redis-server (started here on
+ * a Unix socket in a temp folder, see tests/support/redisd): the slot map,
+ * the [cluster] options, the Redis connection (timeouts, reconnect, the
+ * append-only file), membership (join, leave, a paused node fencing
+ * itself). Random points print their seed; CRAWLD_TEST_SEED replays one. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cluster/member.h"
+#include "cluster/redis.h"
+#include "cluster/slotmap.h"
+#include "common/clock.h"
+#include "config/config.h"
+#include "tests/support/proc.h"
+#include "tests/support/redisd.h"
+
+static uint64_t rng;
+
+/* What a failed assertion (which longjmps out of the test) would leave
+ * running: stopped by the teardown. */
+static redisd *live_redis;
+static pid_t live_nodes[2];
+
+static redisd *start_redis(void)
+{
+    live_redis = redisd_start();
+    return live_redis;
+}
+
+static void stop_redis(redisd *d)
+{
+    redisd_stop(d);
+    if (d == live_redis)
+        live_redis = NULL;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        if (live_nodes[i] > 0) {
+            int st;
+            kill(live_nodes[i], SIGKILL);
+            waitpid(live_nodes[i], &st, 0);
+            live_nodes[i] = 0;
+        }
+    }
+    if (live_redis != NULL)
+        stop_redis(live_redis);
+    return 0;
+}
+
+static uint64_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void seed_rng(const char *test)
+{
+    const char *env = getenv("CRAWLD_TEST_SEED");
+    uint64_t seed = env && *env ? strtoull(env, NULL, 10) : (uint64_t)cr_wall_ms();
+    if (seed == 0)
+        seed = 1;
+    printf("# %s: seed %llu (CRAWLD_TEST_SEED=%llu replays it)\n", test,
+           (unsigned long long)seed, (unsigned long long)seed);
+    rng = seed;
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* ---- slot map (no Redis) ---------------------------------------------- */
+
+#define MAP_SLOTS 4096
+
+static void random_names(char names[][32], const char **ptr, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], 32, "node-%016llx", (unsigned long long)next_rand());
+        ptr[i] = names[i];
+    }
+}
+
+/* A join moves only slots to the new node, about slots/(n+1) of them. */
+static void slotmap_join_moves_about_slots_over_nodes(void **state)
+{
+    (void)state;
+    seed_rng("slotmap_join");
+    static uint32_t before[MAP_SLOTS], after[MAP_SLOTS];
+    char names[8][32];
+    const char *ptr[8];
+    random_names(names, ptr, 8);
+    for (size_t n = 1; n < 8; n++) {
+        slotmap_assign(ptr, n, MAP_SLOTS, before);
+        slotmap_assign(ptr, n + 1, MAP_SLOTS, after);
+        size_t moved = 0;
+        for (uint32_t s = 0; s < MAP_SLOTS; s++) {
+            if (before[s] != after[s]) {
+                assert_int_equal(after[s], n); /* only to the newcomer */
+                moved++;
+            }
+        }
+        double want = (double)MAP_SLOTS / (double)(n + 1);
+        if (moved < 0.8 * want || moved > 1.2 * want)
+            fail_msg("%zu -> %zu nodes moved %zu slots, expected about %.0f", n, n + 1, moved, want);
+    }
+}
+
+/* A leave hands on only the leaver's slots, spread over the others. */
+static void slotmap_leave_moves_only_the_leavers_slots(void **state)
+{
+    (void)state;
+    seed_rng("slotmap_leave");
+    static uint32_t before[MAP_SLOTS], after[MAP_SLOTS];
+    char names[6][32];
+    const char *ptr[6], *rest[5];
+    random_names(names, ptr, 6);
+    size_t gone = (size_t)(next_rand() % 6);
+    size_t k = 0;
+    for (size_t i = 0; i < 6; i++)
+        if (i != gone)
+            rest[k++] = ptr[i];
+    slotmap_assign(ptr, 6, MAP_SLOTS, before);
+    slotmap_assign(rest, 5, MAP_SLOTS, after);
+    size_t got[5] = { 0 };
+    for (uint32_t s = 0; s < MAP_SLOTS; s++) {
+        const char *was = ptr[before[s]], *now = rest[after[s]];
+        if (before[s] != gone)
+            assert_string_equal(was, now);
+        else
+            got[after[s]]++;
+    }
+    for (size_t i = 0; i < 5; i++)
+        assert_true(got[i] > 0);
+}
+
+static void slot_of_spreads_hosts(void **state)
+{
+    (void)state;
+    size_t count[64] = { 0 };
+    char host[64];
+    for (int i = 0; i < 12800; i++) {
+        int n = snprintf(host, sizeof host, "h%d.example.org", i);
+        uint32_t s = slotmap_slot_of(host, (size_t)n, 64);
+        assert_true(s < 64);
+        assert_int_equal(s, slotmap_slot_of(host, (size_t)n, 64));
+        count[s]++;
+    }
+    for (int s = 0; s < 64; s++)
+        if (count[s] < 130 || count[s] > 270)
+            fail_msg("slot %d got %zu of 12800 hosts (mean 200)", s, count[s]);
+}
+
+/* ---- [cluster] options -------------------------------------------------- */
+
+static void expect_config_error(const char *text, const char *msg)
+{
+    crawl_config c;
+    config_error err;
+    assert_int_equal(config_init(&c), 0);
+    assert_true(config_load_text(&c, "x.toml", text, strlen(text), false, &err) < 0);
+    if (strcmp(err.msg, msg) != 0)
+        fail_msg("for %s\n  got:  %s\n  want: %s", text, err.msg, msg);
+    config_release(&c);
+}
+
+static void config_cluster_defaults_and_errors(void **state)
+{
+    (void)state;
+    crawl_config c;
+    config_error err;
+    assert_int_equal(config_init(&c), 0);
+    assert_string_equal(c.cluster.redis, "");
+    assert_string_equal(c.cluster.crawl_id, "crawld");
+    assert_string_equal(c.cluster.node_id, "");
+    assert_int_equal(c.cluster.slots, 64);
+    assert_int_equal(c.cluster.lease_ms, 10000);
+    const char *ok = "[cluster]\nredis = \"tcp:10.0.0.1:6379\"\nslots = 16\n";
+    assert_int_equal(config_load_text(&c, "x.toml", ok, strlen(ok), false, &err), 0);
+    assert_string_equal(c.cluster.redis, "tcp:10.0.0.1:6379");
+    assert_int_equal(config_set(&c, "cluster.redis=\"unix:/run/redis.sock\"", &err), 0);
+    assert_string_equal(c.cluster.redis, "unix:/run/redis.sock");
+    config_release(&c);
+    expect_config_error("[cluster]\nredis = \"tcp:host\"\n",
+                        "x.toml:2:1: cluster.redis: 'tcp:host' must read tcp:HOST:PORT");
+    expect_config_error("[cluster]\n  redis = \"tcp:h:0\"\n",
+                        "x.toml:2:3: cluster.redis: port '0' must be a number 1..65535");
+    expect_config_error("[cluster]\nredis = \"unix:sock\"\n",
+                        "x.toml:2:1: cluster.redis: 'unix:' must be followed by an absolute socket path, not 'sock'");
+    expect_config_error("[cluster]\nredis = \"localhost:6379\"\n",
+                        "x.toml:2:1: cluster.redis: 'localhost:6379' must be \"unix:/PATH\", \"tcp:HOST:PORT\" or \"\"");
+    expect_config_error("[cluster]\nslots = 0\n", "x.toml:2:1: cluster.slots = 0 is out of range 1..4096");
+    expect_config_error("[cluster]\nlease_ms = 50\n",
+                        "x.toml:2:1: cluster.lease_ms = 50 is out of range 100..600000");
+}
+
+/* ---- the Redis connection ------------------------------------------------ */
+
+static redis_conn *connect_to(const redisd *d, int timeout_ms)
+{
+    redis_conn *c = NULL;
+    char err[256];
+    if (redis_open(redisd_addr(d), timeout_ms, &c, err, sizeof err) < 0)
+        fail_msg("%s", err);
+    return c;
+}
+
+static void redis_cmd_ok(redis_conn *c, const char *a, const char *b, const char *v)
+{
+    redis_reply *r = NULL;
+    assert_int_equal(redis_cmd(c, &r, a, b, v, NULL), 0);
+    assert_int_not_equal(redis_reply_type(r), REDIS_T_ERROR);
+    redis_reply_free(r);
+}
+
+static char *get_str(redis_conn *c, const char *k)
+{
+    redis_reply *r = NULL;
+    if (redis_cmd(c, &r, "GET", k, NULL) < 0)
+        return NULL;
+    char *s = redis_reply_type(r) == REDIS_T_STR ? strdup(redis_reply_str(r, NULL)) : NULL;
+    redis_reply_free(r);
+    return s;
+}
+
+static void redis_open_names_the_address_when_refused(void **state)
+{
+    (void)state;
+    redis_conn *c = NULL;
+    char err[256];
+    assert_true(redis_open("unix:/nonexistent/redis.sock", 500, &c, err, sizeof err) < 0);
+    assert_null(c);
+    assert_non_null(strstr(err, "unix:/nonexistent/redis.sock"));
+    assert_non_null(strstr(err, "cannot connect"));
+}
+
+/* Pipelined commands get their replies in order; errors are replies. */
+static void redis_pipeline_and_reply_types(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 2000);
+    const char *set[] = { "SET", "k", "v\0w" };
+    size_t lens[] = { 3, 1, 3 };
+    const char *incr[] = { "INCR", "n" }, *get[] = { "GET", "k" }, *bad[] = { "INCR", "k" };
+    assert_int_equal(redis_append(c, 3, set, lens), 0);
+    assert_int_equal(redis_append(c, 2, incr, NULL), 0);
+    assert_int_equal(redis_append(c, 2, get, NULL), 0);
+    assert_int_equal(redis_append(c, 2, bad, NULL), 0);
+    redis_reply *r[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(redis_read(c, &r[i]), 0);
+    assert_int_equal(redis_reply_type(r[0]), REDIS_T_STATUS);
+    assert_int_equal(redis_reply_type(r[1]), REDIS_T_INT);
+    assert_int_equal(redis_reply_int(r[1]), 1);
+    size_t len;
+    const char *v = redis_reply_str(r[2], &len);
+    assert_int_equal(len, 3);
+    assert_memory_equal(v, "v\0w", 3);
+    assert_int_equal(redis_reply_type(r[3]), REDIS_T_ERROR);
+    for (int i = 0; i < 4; i++)
+        redis_reply_free(r[i]);
+    redis_free(c);
+    stop_redis(d);
+}
+
+/* A server that stops answering fails the command after the timeout (the
+ * caller never hangs); after it answers again, a reconnect works. */
+static void redis_timeout_then_reconnect(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 300);
+    redis_cmd_ok(c, "SET", "a", "1");
+    assert_int_equal(redisd_signal(d, SIGSTOP), 0);
+    redis_reply *r = NULL;
+    assert_int_equal(redis_cmd(c, &r, "GET", "a", NULL), -EPIPE);
+    assert_null(r);
+    assert_false(redis_alive(c));
+    assert_non_null(strstr(redis_error(c), redisd_addr(d)));
+    assert_int_equal(redis_cmd(c, &r, "GET", "a", NULL), -EPIPE); /* stays dead */
+    assert_int_equal(redisd_signal(d, SIGCONT), 0);
+    char err[256];
+    assert_int_equal(redis_reconnect(c, err, sizeof err), 0);
+    char *v = get_str(c, "a");
+    assert_non_null(v);
+    assert_string_equal(v, "1");
+    free(v);
+    redis_free(c);
+    stop_redis(d);
+}
+
+/* kill -9 the server: what it acknowledged is in its append-only file
+ * (appendfsync always) and comes back on restart. */
+static void redis_restart_from_append_only_file(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 2000);
+    char k[32], v[32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(k, sizeof k, "k%d", i);
+        snprintf(v, sizeof v, "v%d", i * 7);
+        redis_cmd_ok(c, "SET", k, v);
+    }
+    assert_int_equal(redisd_signal(d, SIGKILL), 0);
+    redis_reply *r = NULL;
+    assert_true(redis_cmd(c, &r, "GET", "k1", NULL) < 0);
+    char err[256];
+    assert_true(redis_reconnect(c, err, sizeof err) < 0);
+    assert_int_equal(redisd_restart(d), 0);
+    assert_int_equal(redis_reconnect(c, err, sizeof err), 0);
+    for (int i = 0; i < 200; i++) {
+        snprintf(k, sizeof k, "k%d", i);
+        snprintf(v, sizeof v, "v%d", i * 7);
+        char *got = get_str(c, k);
+        if (got == NULL || strcmp(got, v) != 0)
+            fail_msg("%s: got %s, want %s after kill -9 and restart", k, got ? got : "(nil)", v);
+        free(got);
+    }
+    redis_free(c);
+    stop_redis(d);
+}
+
+/* ---- membership ------------------------------------------------------------ */
+
+static member *join(const redisd *d, const char *id, uint32_t slots, int64_t lease_ms)
+{
+    member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = id,
+                      .slots = slots, .lease_ms = lease_ms };
+    member *m = NULL;
+    char err[256];
+    if (member_open(&o, &m, err, sizeof err) < 0)
+        fail_msg("member_open %s: %s", id, err);
+    return m;
+}
+
+/* Ticks every member until each may fetch exactly the slots that
+ * rendezvous hashing over names[0..n) gives it. 0, or -1 after 400 rounds. */
+static int settle(member **m, const char **names, size_t n, uint32_t slots)
+{
+    uint32_t owner[4096];
+    slotmap_assign(names, n, slots, owner);
+    for (int round = 0; round < 400; round++) {
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(member_tick(m[i], cr_mono_ms()), 0);
+        int ok = 1;
+        int64_t now = cr_mono_ms();
+        for (uint32_t s = 0; s < slots && ok; s++)
+            for (size_t i = 0; i < n && ok; i++)
+                ok = member_may_fetch(m[i], s, now) == (owner[s] == i);
+        if (ok)
+            return 0;
+        nap_ms(1);
+    }
+    return -1;
+}
+
+/* Exactly one member may fetch each slot, and it is the rendezvous owner
+ * among names[0..n); the slot's lease key in Redis names it. */
+static void expect_owners(member **m, const char **names, size_t n, uint32_t slots,
+                          redis_conn *c, uint32_t *owner /* OUT */)
+{
+    slotmap_assign(names, n, slots, owner);
+    int64_t now = cr_mono_ms();
+    for (uint32_t s = 0; s < slots; s++) {
+        for (size_t i = 0; i < n; i++)
+            if (member_may_fetch(m[i], s, now) != (owner[s] == i))
+                fail_msg("slot %u: %s may_fetch %d, owner %s", s, names[i],
+                         member_may_fetch(m[i], s, now), names[owner[s]]);
+        char k[64];
+        snprintf(k, sizeof k, "crawld:t:slot:%u", s);
+        char *v = get_str(c, k);
+        assert_non_null(v);
+        assert_string_equal(v, names[owner[s]]);
+        free(v);
+    }
+}
+
+static void members_join_and_leave_move_few_slots(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 2000);
+    const uint32_t slots = 64;
+    const char *names[4] = { "node-a", "node-b", "node-c", "node-d" };
+    member *m[4];
+    for (int i = 0; i < 3; i++)
+        m[i] = join(d, names[i], slots, 5000);
+    assert_int_equal(settle(m, names, 3, slots), 0);
+    uint32_t three[64], four[64], back[64];
+    expect_owners(m, names, 3, slots, c, three);
+    member_info in;
+    member_get_info(m[0], &in);
+    uint64_t epoch3 = in.epoch;
+    assert_true(epoch3 >= 1);
+
+    /* A fourth joins: only slots that go to it move. */
+    m[3] = join(d, names[3], slots, 5000);
+    assert_int_equal(settle(m, names, 4, slots), 0);
+    expect_owners(m, names, 4, slots, c, four);
+    member_get_info(m[3], &in);
+    assert_true(in.epoch > epoch3);
+    size_t moved = 0;
+    for (uint32_t s = 0; s < slots; s++) {
+        if (three[s] != four[s]) {
+            assert_int_equal(four[s], 3);
+            moved++;
+        }
+    }
+    assert_true(moved > 0 && moved < slots / 2);
+
+    /* node-b leaves cleanly: its slots move at once, nobody else's. */
+    assert_int_equal(member_leave(m[1]), 0);
+    for (uint32_t s = 0; s < slots; s++)
+        assert_false(member_may_fetch(m[1], s, cr_mono_ms()));
+    member *rest[3] = { m[0], m[2], m[3] };
+    const char *rnames[3] = { names[0], names[2], names[3] };
+    assert_int_equal(settle(rest, rnames, 3, slots), 0);
+    expect_owners(rest, rnames, 3, slots, c, back);
+    for (uint32_t s = 0; s < slots; s++)
+        if (four[s] != 1)
+            assert_string_equal(names[four[s]], rnames[back[s]]);
+    for (int i = 0; i < 4; i++)
+        member_free(m[i]);
+    redis_free(c);
+    stop_redis(d);
+}
+
+/* A joining node takes the crawl's slot count, not its own. */
+static void slot_count_is_fixed_by_the_first_node(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    member *a = join(d, "first", 32, 5000);
+    member *b = join(d, "second", 64, 5000);
+    assert_int_equal(member_slots(a), 32);
+    assert_int_equal(member_slots(b), 32);
+    member_free(a);
+    member_free(b);
+    stop_redis(d);
+}
+
+/* A member cut off from Redis stops fetching within half a lease, and
+ * takes its slots again when Redis is back. */
+static void member_fences_itself_while_redis_is_unreachable(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    const int64_t lease = 400;
+    const char *solo[] = { "solo" };
+    member *m = join(d, solo[0], 8, lease);
+    assert_int_equal(settle(&m, solo, 1, 8), 0);
+    assert_true(member_may_fetch(m, 0, cr_mono_ms()));
+    assert_int_equal(redisd_signal(d, SIGKILL), 0);
+    int64_t cut = cr_mono_ms();
+    assert_int_equal(member_tick(m, cr_mono_ms()), -EPIPE);
+    member_info in;
+    member_get_info(m, &in);
+    assert_false(in.redis_up);
+    assert_true(in.error[0] != '\0');
+    /* no renewal got through: by half a lease after the last one, fenced */
+    while (cr_mono_ms() < cut + lease / 2 + 5) {
+        member_tick(m, cr_mono_ms());
+        nap_ms(20);
+    }
+    for (uint32_t s = 0; s < 8; s++)
+        assert_false(member_may_fetch(m, s, cr_mono_ms()));
+    assert_int_equal(redisd_restart(d), 0);
+    assert_int_equal(settle(&m, solo, 1, 8), 0);
+    member_get_info(m, &in);
+    assert_true(in.redis_up);
+    assert_true(member_may_fetch(m, 0, cr_mono_ms()));
+    member_free(m);
+    stop_redis(d);
+}
+
+/* ---- a paused node (SIGSTOP) fences itself ----------------------------- */
+
+#define FENCE_SLOTS 16
+
+typedef struct sample {
+    int64_t t;     /* monotonic ms; -1: the last record (mask = leases lost) */
+    uint64_t mask; /* slots this node may fetch at t */
+} sample;
+
+static volatile sig_atomic_t node_stop;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    node_stop = 1;
+}
+
+/* The child: one member, ticking on time, sampling member_may_fetch every
+ * 2 ms into fd, as a fetcher would ask it before each dispatch. */
+static void run_node(const char *addr, const char *id, int64_t lease, int fd)
+{
+    signal(SIGTERM, on_term);
+    member_opts o = { .redis = addr, .crawl_id = "t", .node_id = id,
+                      .slots = FENCE_SLOTS, .lease_ms = lease };
+    member *m = NULL;
+    char err[256];
+    if (member_open(&o, &m, err, sizeof err) < 0) {
+        fprintf(stderr, "%s: %s\n", id, err);
+        _exit(3);
+    }
+    int64_t next = 0;
+    while (!node_stop) {
+        int64_t t = cr_mono_ms();
+        if (t >= next) {
+            member_tick(m, t);
+            next = t + member_tick_ms(m);
+        }
+        sample sm = { cr_mono_ms(), 0 };
+        for (uint32_t s = 0; s < FENCE_SLOTS; s++)
+            if (member_may_fetch(m, s, sm.t))
+                sm.mask |= 1ull << s;
+        if (write(fd, &sm, sizeof sm) != (ssize_t)sizeof sm)
+            _exit(4);
+        nap_ms(2);
+    }
+    member_info in;
+    member_get_info(m, &in);
+    member_leave(m);
+    sample last = { -1, in.lost };
+    if (write(fd, &last, sizeof last) != (ssize_t)sizeof last)
+        _exit(4);
+    member_free(m);
+    _exit(0);
+}
+
+static pid_t spawn_node(const redisd *d, const char *id, int64_t lease, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        run_node(redisd_addr(d), id, lease, fileno(f));
+    fclose(f);
+    return pid;
+}
+
+/* Waits until slot s's lease names want[s] (NULL: anyone) for every slot. */
+static int wait_slots(redis_conn *c, const char *const *want, int64_t within_ms)
+{
+    int64_t end = cr_mono_ms() + within_ms;
+    while (cr_mono_ms() < end) {
+        int ok = 1;
+        for (uint32_t s = 0; s < FENCE_SLOTS && ok; s++) {
+            char k[64];
+            snprintf(k, sizeof k, "crawld:t:slot:%u", s);
+            char *v = get_str(c, k);
+            ok = v != NULL && strcmp(v, want[s]) == 0;
+            free(v);
+        }
+        if (ok)
+            return 0;
+        nap_ms(10);
+    }
+    return -1;
+}
+
+static sample *read_samples(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t cap = 1024;
+    sample *v = malloc(cap * sizeof *v);
+    *n = 0;
+    while (v != NULL && fread(&v[*n], sizeof *v, 1, f) == 1)
+        if (++*n == cap)
+            v = realloc(v, (cap *= 2) * sizeof *v);
+    fclose(f);
+    assert_non_null(v);
+    return v;
+}
+
+typedef struct run {
+    int64_t from, to;
+} run;
+
+/* The runs (first and last sample of a stretch of consecutive "may fetch")
+ * of one slot in one node's samples. */
+static size_t runs_of(const sample *v, size_t n, uint32_t s, run *out, size_t cap)
+{
+    size_t k = 0;
+    int in = 0;
+    for (size_t i = 0; i < n && v[i].t >= 0; i++) {
+        int on = (v[i].mask >> s) & 1;
+        if (on && !in && k < cap)
+            out[k++] = (run){ v[i].t, v[i].t };
+        else if (on && in)
+            out[k - 1].to = v[i].t;
+        in = on && k <= cap;
+    }
+    return k;
+}
+
+static void paused_node_fences_itself_no_overlap(void **state)
+{
+    (void)state;
+    const int64_t lease = 400;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 2000);
+    char pa[128], pb[128];
+    snprintf(pa, sizeof pa, "/tmp/crawld-fence-a-%d", (int)getpid());
+    snprintf(pb, sizeof pb, "/tmp/crawld-fence-b-%d", (int)getpid());
+    const char *ids[2] = { "node-A", "node-B" };
+    uint32_t owner[FENCE_SLOTS];
+    slotmap_assign(ids, 2, FENCE_SLOTS, owner);
+    const char *all_a[FENCE_SLOTS], *all_b[FENCE_SLOTS], *split[FENCE_SLOTS];
+    uint64_t a_share = 0;
+    for (uint32_t s = 0; s < FENCE_SLOTS; s++) {
+        all_a[s] = ids[0];
+        all_b[s] = ids[1];
+        split[s] = ids[owner[s]];
+        if (owner[s] == 0)
+            a_share |= 1ull << s;
+    }
+    assert_true(a_share != 0 && a_share != (1ull << FENCE_SLOTS) - 1);
+
+    pid_t a = live_nodes[0] = spawn_node(d, ids[0], lease, pa);
+    assert_int_equal(wait_slots(c, all_a, 5000), 0);
+    pid_t b = live_nodes[1] = spawn_node(d, ids[1], lease, pb);
+    assert_int_equal(wait_slots(c, split, 5000), 0);
+
+    kill(a, SIGSTOP);
+    int64_t stopped = cr_mono_ms();
+    /* B takes A's slots only once A's leases ran out */
+    assert_int_equal(wait_slots(c, all_b, 10 * lease), 0);
+    int64_t taken = cr_mono_ms();
+    assert_true(taken - stopped >= lease / 2);
+    nap_ms((int)lease);
+    kill(a, SIGCONT);
+    /* A rejoins, is fenced, and gets its share back once B released it */
+    assert_int_equal(wait_slots(c, split, 10 * lease), 0);
+    nap_ms(50);
+    kill(a, SIGTERM);
+    kill(b, SIGTERM);
+    int st;
+    assert_int_equal(waitpid(a, &st, 0), a);
+    live_nodes[0] = 0;
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(waitpid(b, &st, 0), b);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    live_nodes[0] = live_nodes[1] = 0;
+
+    size_t na, nb;
+    sample *va = read_samples(pa, &na), *vb = read_samples(pb, &nb);
+    assert_true(na > 10 && nb > 10);
+    assert_int_equal(va[na - 1].t, -1);
+    assert_true(va[na - 1].mask >= 1); /* A found its leases gone: fenced */
+    int64_t gap_min = INT64_MAX;
+    for (uint32_t s = 0; s < FENCE_SLOTS; s++) {
+        run ra[64], rb[64];
+        size_t ka = runs_of(va, na, s, ra, 64), kb = runs_of(vb, nb, s, rb, 64);
+        if ((a_share >> s) & 1) {
+            assert_true(ka >= 2); /* before the pause, and after it */
+            assert_true(kb >= 1); /* B held it while A was stopped */
+        }
+        for (size_t i = 0; i < ka; i++) {
+            for (size_t j = 0; j < kb; j++) {
+                if (ra[i].from <= rb[j].to && rb[j].from <= ra[i].to)
+                    fail_msg("slot %u: A may fetch %lld..%lld, B %lld..%lld: overlap", s,
+                             (long long)ra[i].from, (long long)ra[i].to,
+                             (long long)rb[j].from, (long long)rb[j].to);
+                int64_t gap = ra[i].to < rb[j].from ? rb[j].from - ra[i].to : ra[i].from - rb[j].to;
+                if (gap < gap_min)
+                    gap_min = gap;
+            }
+        }
+    }
+    printf("# paused node: B took over %lld ms after SIGSTOP (lease %lld); smallest gap "
+           "between two owners of one slot %lld ms\n",
+           (long long)(taken - stopped), (long long)lease, (long long)gap_min);
+    free(va);
+    free(vb);
+    unlink(pa);
+    unlink(pb);
+    redis_free(c);
+    stop_redis(d);
+}
+
+/* ---- crawld cluster status ------------------------------------------------ */
+
+static void cluster_status_shows_nodes_map_and_streams(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    const char *names[2] = { "node-x", "node-y" };
+    member *m[2] = { join(d, names[0], 8, 5000), join(d, names[1], 8, 5000) };
+    assert_int_equal(settle(m, names, 2, 8), 0);
+    uint32_t owner[8];
+    slotmap_assign(names, 2, 8, owner);
+    int xs = 0;
+    for (int s = 0; s < 8; s++)
+        xs += owner[s] == 0;
+    /* slot 3's stream: 3 entries, the group read 2 of them, acked none */
+    redis_conn *c = connect_to(d, 2000);
+    redis_reply *r = NULL;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(redis_cmd(c, &r, "XADD", "crawld:t:links:3", "*", "u", "http://h/", NULL), 0);
+        redis_reply_free(r);
+    }
+    assert_int_equal(redis_cmd(c, &r, "XGROUP", "CREATE", "crawld:t:links:3", "owners", "0", NULL), 0);
+    redis_reply_free(r);
+    assert_int_equal(redis_cmd(c, &r, "XREADGROUP", "GROUP", "owners", "node-x", "COUNT", "2",
+                               "STREAMS", "crawld:t:links:3", ">", NULL), 0);
+    redis_reply_free(r);
+    member_info in;
+    member_get_info(m[0], &in);
+    cr_buf out, err;
+    cr_buf_init(&out, 1 << 20);
+    cr_buf_init(&err, 1 << 16);
+    int rc = proc_crawld((const char *const[]){ "cluster", "status", "--redis", redisd_addr(d),
+                                                "--crawl", "t", NULL },
+                         NULL, &out, &err);
+    if (rc != 0)
+        fail_msg("crawld cluster status: %d: %s", rc, err.len ? err.data : "");
+    const char *o = out.data;
+    char want[200];
+    snprintf(want, sizeof want, "crawl t at %s: 8 slots, map epoch %llu\n", redisd_addr(d),
+             (unsigned long long)in.epoch);
+    if (strstr(o, want) == NULL)
+        fail_msg("no '%s' in:\n%s", want, o);
+    assert_non_null(strstr(o, "nodes: 2\n"));
+    snprintf(want, sizeof want, "  %-32s", "node-x");
+    const char *line = strstr(o, want);
+    assert_non_null(line);
+    long mapped = 0, held = 0;
+    char lease[32];
+    assert_int_equal(sscanf(line + 35, "%31s ms %ld %ld", lease, &mapped, &held), 3);
+    assert_int_equal(mapped, xs);
+    assert_int_equal(held, xs);
+    snprintf(want, sizeof want, "  %-5d %-24s %-24s", 3, names[owner[3]], names[owner[3]]);
+    line = strstr(o, want);
+    if (line == NULL)
+        fail_msg("no slot 3 line '%s' in:\n%s", want, o);
+    long long depth, pending, lag;
+    assert_int_equal(sscanf(line + strlen(want), "%31s ms %lld %lld %lld", lease, &depth, &pending, &lag), 4);
+    assert_int_equal(depth, 3);
+    assert_int_equal(pending, 2);
+    assert_int_equal(lag, 1);
+    assert_non_null(strstr(o, "streams: 3 entries, 2 pending\n"));
+    /* an unknown crawl and an unreachable Redis are errors that say so */
+    cr_buf_clear(&err);
+    rc = proc_crawld((const char *const[]){ "cluster", "status", "--redis", redisd_addr(d),
+                                            "--crawl", "nope", NULL }, NULL, NULL, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err.data, "no crawl named 'nope'"));
+    cr_buf_release(&out);
+    cr_buf_release(&err);
+    member_free(m[0]);
+    member_free(m[1]);
+    redis_free(c);
+    stop_redis(d);
+}
+
+/* node_id's default names the host and the absolute state folder. */
+static void default_node_id_is_host_and_state_dir(void **state)
+{
+    (void)state;
+    char id[4400], host[256] = { 0 }, cwd[2048], want[4400];
+    assert_int_equal(gethostname(host, sizeof host - 1), 0);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    member_default_node_id("no-such-state", id, sizeof id);
+    snprintf(want, sizeof want, "%s:%s/no-such-state", host, cwd);
+    assert_string_equal(id, want);
+    member_default_node_id("/tmp/../tmp", id, sizeof id);
+    snprintf(want, sizeof want, "%s:/tmp", host);
+    assert_string_equal(id, want);
+}
+
+/* Until the partitioned crawl is wired in, `crawld run` with
+ * cluster.redis set refuses, rather than crawl alone. */
+static void run_refuses_cluster_mode_it_cannot_do(void **state)
+{
+    (void)state;
+    cr_buf err;
+    cr_buf_init(&err, 1 << 16);
+    int rc = proc_crawld((const char *const[]){ "run", "--set", "cluster.redis=\"unix:/tmp/x.sock\"",
+                                                "--set", "crawl.seeds=[\"http://127.0.0.1:1/\"]", NULL },
+                         NULL, NULL, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err.data, "crawld run: cluster.redis is set"));
+    cr_buf_release(&err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(slotmap_join_moves_about_slots_over_nodes, teardown),
+        cmocka_unit_test_teardown(slotmap_leave_moves_only_the_leavers_slots, teardown),
+        cmocka_unit_test_teardown(slot_of_spreads_hosts, teardown),
+        cmocka_unit_test_teardown(config_cluster_defaults_and_errors, teardown),
+        cmocka_unit_test_teardown(redis_open_names_the_address_when_refused, teardown),
+        cmocka_unit_test_teardown(redis_pipeline_and_reply_types, teardown),
+        cmocka_unit_test_teardown(redis_timeout_then_reconnect, teardown),
+        cmocka_unit_test_teardown(redis_restart_from_append_only_file, teardown),
+        cmocka_unit_test_teardown(members_join_and_leave_move_few_slots, teardown),
+        cmocka_unit_test_teardown(slot_count_is_fixed_by_the_first_node, teardown),
+        cmocka_unit_test_teardown(member_fences_itself_while_redis_is_unreachable, teardown),
+        cmocka_unit_test_teardown(paused_node_fences_itself_no_overlap, teardown),
+        cmocka_unit_test_teardown(cluster_status_shows_nodes_map_and_streams, teardown),
+        cmocka_unit_test_teardown(default_node_id_is_host_and_state_dir, teardown),
+        cmocka_unit_test_teardown(run_refuses_cluster_mode_it_cannot_do, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
