@@ -409,7 +409,7 @@ static void recrawl_section(void **state)
     expect_error("[recrawl]\nmin_s = 100\nmax_s = 50\n",
                  "x.toml:1:2: recrawl.min_s (100) is above recrawl.max_s (50)");
     expect_error("[recrawl]\nafter_s = -1\n",
-                 "x.toml:2:11: recrawl.after_s = -1 is out of range 0..315360000");
+                 "x.toml:2:1: recrawl.after_s = -1 is out of range 0..315360000");
 }
 
 static void init_survives_out_of_memory(void **state)
