@@ -92,7 +92,8 @@ static const char *const migrations[SCHEMA_VERSION] = {
     /* 2 -> 3: the fetch history a re-crawl needs (frontier/schedule):
      * when the row is next due (unix ms; NULL = not scheduled), the
      * interval that gave it, the validators and payload digest of the last
-     * 200, the WARC record holding that payload (id text and date), gone
+     * 200 and its payload size, the WARC record holding that payload (id
+ * text and date), gone
      * (a 404/410 after a 200: never due again), and how often it was
      * fetched and found changed. urls_due serves "due rows in due order". */
     "ALTER TABLE urls ADD COLUMN next_at INTEGER;"
@@ -100,6 +101,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "ALTER TABLE urls ADD COLUMN etag TEXT;"
     "ALTER TABLE urls ADD COLUMN last_modified TEXT;"
     "ALTER TABLE urls ADD COLUMN digest TEXT;"
+    "ALTER TABLE urls ADD COLUMN size INTEGER;"
     "ALTER TABLE urls ADD COLUMN warc_id TEXT;"
     "ALTER TABLE urls ADD COLUMN warc_date INTEGER;"
     "ALTER TABLE urls ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;"
@@ -143,7 +145,8 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_HOST] = "INSERT OR REPLACE INTO hosts(host, pages, data) VALUES(?1, ?2, ?3)",
     [ST_HISTORY] = "UPDATE urls SET next_at = ?2, interval_s = ?3, etag = ?4,"
                    " last_modified = ?5, digest = ?6, warc_id = ?7, warc_date = ?8,"
-                   " gone = ?9, fetches = fetches + 1, changes = changes + ?10 WHERE id = ?1",
+                   " gone = ?9, fetches = fetches + 1, changes = changes + ?10, size = ?11"
+                   " WHERE id = ?1",
     [ST_DUE] = "UPDATE urls SET next_at = ?2 WHERE id = ?1 AND state = 2 AND gone = 0"
                " AND (?3 = 0 OR fetched_at IS NULL OR fetched_at < ?3)"
                " AND (next_at IS NULL OR next_at > ?2)",
@@ -264,7 +267,7 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_META] = "SELECT value FROM meta WHERE key = ?1",
     [RST_ROW] = "SELECT state, attempts, hops FROM urls WHERE id = ?1",
     [RST_HIST] = "SELECT next_at, interval_s, etag, last_modified, digest, warc_id, warc_date,"
-                 " gone, fetches, changes, http_status, fetched_at FROM urls WHERE id = ?1",
+                 " gone, fetches, changes, http_status, fetched_at, size FROM urls WHERE id = ?1",
     [RST_DUE] = "SELECT " ROW_COLS " FROM urls WHERE next_at IS NOT NULL AND state = 2"
                 " AND next_at <= ?1 ORDER BY next_at LIMIT ?2",
     [RST_DUE_N] = "SELECT count(*) FROM urls WHERE next_at IS NOT NULL AND state IN (0, 1, 2)"
@@ -1128,7 +1131,8 @@ int db_set_state(db *d, int64_t id, int state)
  * OP_HISTORY carries its four strings in mem and reuses op fields: url =
  * etag, fetch_url = last_modified, error = digest, ctype = warc_id (each
  * NULL when absent); fetched_at = next_at (< 0: NULL), fetch_ms =
- * interval_s, bytes = warc_date, hops = gone, attempts = changed.
+ * interval_s, bytes = warc_date, hops = gone, attempts = changed,
+ * parent = size.
  * OP_DUE: id, fetched_at = the due time, bytes = lastmod. */
 int db_record_history(db *d, int64_t id, const db_history *h)
 {
@@ -1166,6 +1170,7 @@ int db_record_history(db *d, int64_t id, const db_history *h)
     o.bytes = h->warc_date_ms;
     o.hops = h->gone ? 1 : 0;
     o.attempts = h->changed ? 1 : 0;
+    o.parent = h->size;
     return enqueue(d, &o);
 }
 
@@ -1218,6 +1223,7 @@ static int apply_history(db *d, struct op *o)
             sqlite3_bind_null(s, 8);
         sqlite3_bind_int(s, 9, o->hops);
         sqlite3_bind_int(s, 10, o->attempts);
+        sqlite3_bind_int64(s, 11, o->parent);
     }
     rc = step_done(s);
     if (rc != SQLITE_OK)
@@ -2017,6 +2023,7 @@ int db_reader_history(db_reader *rd, int64_t id, db_history_row *h)
         h->changes = sqlite3_column_int64(s, 9);
         h->http_status = sqlite3_column_int(s, 10);
         h->fetched_at = sqlite3_column_int64(s, 11);
+        h->size = sqlite3_column_int64(s, 12);
     }
     sqlite3_reset(s);
     if (rc == SQLITE_ROW)

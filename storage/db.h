@@ -210,6 +210,7 @@ typedef struct db_history {
     const char *warc_id;       /* "<urn:uuid:...>" of the record with the
                                   payload, or NULL */
     int64_t warc_date_ms;      /* that record's WARC-Date; 0 = none */
+    int64_t size;              /* payload bytes of that 200 (what a 304 saves) */
     bool gone;
     bool changed;              /* adds 1 to the row's change count */
 } db_history;
@@ -370,7 +371,7 @@ int64_t db_reader_next_queued(db_reader *rd, const db_queued_query *q, db_row_fn
 /* A row's fetch history (strings "" when NULL; next_at -1 when NULL).
  * 0, -ENOENT, or < 0. OUT: h */
 typedef struct db_history_row {
-    int64_t next_at, interval_s, warc_date_ms, fetches, changes, fetched_at;
+    int64_t next_at, interval_s, warc_date_ms, fetches, changes, fetched_at, size;
     int http_status; /* of the last answer; 0 = none */
     bool gone;
     char etag[DB_TEXT_MAX + 1], last_modified[DB_TEXT_MAX + 1];
