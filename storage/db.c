@@ -269,7 +269,8 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_HIST] = "SELECT next_at, interval_s, etag, last_modified, digest, warc_id, warc_date,"
                  " gone, fetches, changes, http_status, fetched_at, size FROM urls WHERE id = ?1",
     [RST_DUE] = "SELECT " ROW_COLS " FROM urls WHERE next_at IS NOT NULL AND state = 2"
-                " AND next_at <= ?1 ORDER BY next_at LIMIT ?2",
+                " AND next_at <= ?1 AND (fetched_at IS NULL OR fetched_at < ?3)"
+                " ORDER BY next_at LIMIT ?2",
     [RST_DUE_N] = "SELECT count(*) FROM urls WHERE next_at IS NOT NULL AND state IN (0, 1, 2)"
                   " AND next_at <= ?1",
     [RST_DUE_NEXT] = "SELECT min(next_at) FROM urls WHERE next_at IS NOT NULL AND state = 2"
@@ -2034,7 +2035,8 @@ int db_reader_history(db_reader *rd, int64_t id, db_history_row *h)
 static int queued_pass(sqlite3_stmt *s, const db_queued_query *q, db_row_fn cb, void *ud,
                        int64_t *n);
 
-int64_t db_reader_due(db_reader *rd, int64_t now_ms, size_t max, db_row_fn cb, void *ud)
+int64_t db_reader_due(db_reader *rd, int64_t now_ms, int64_t fetched_before_ms, size_t max,
+                      db_row_fn cb, void *ud)
 {
     sqlite3_stmt *s = rd->st[RST_DUE];
     db_queued_query q = { .max = max };
@@ -2044,6 +2046,7 @@ int64_t db_reader_due(db_reader *rd, int64_t now_ms, size_t max, db_row_fn cb, v
         return -EINVAL;
     sqlite3_bind_int64(s, 1, now_ms);
     sqlite3_bind_int64(s, 2, max ? (int64_t)max : -1);
+    sqlite3_bind_int64(s, 3, fetched_before_ms > 0 ? fetched_before_ms : INT64_MAX);
     int rc = queued_pass(s, &q, cb, ud, &n);
     return rc < 0 ? rc : n;
 }

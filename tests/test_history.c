@@ -175,12 +175,15 @@ static void test_due_order_and_figures(void **state)
     assert_int_equal(db_flush(d), 0);
     db_reader *rd = db_reader_open(d, NULL, 0);
     ids x = { .n = 0 };
-    assert_int_equal(db_reader_due(rd, 300, 0, collect, &x), 3);
+    assert_int_equal(db_reader_due(rd, 300, 0, 0, collect, &x), 3);
     assert_int_equal(x.v[0], 2);
     assert_int_equal(x.v[1], 4);
     assert_int_equal(x.v[2], 1);
     x.n = 0;
-    assert_int_equal(db_reader_due(rd, 300, 2, collect, &x), 2);
+    assert_int_equal(db_reader_due(rd, 300, 0, 2, collect, &x), 2);
+    x.n = 0; /* all were fetched at 1000: none before 1000 */
+    assert_int_equal(db_reader_due(rd, 300, 1000, 0, collect, &x), 0);
+    assert_int_equal(db_reader_due(rd, 300, 1001, 0, collect, &x), 3);
     int64_t due = 0, next = 0;
     assert_int_equal(db_reader_due_stats(rd, 300, &due, &next), 0);
     assert_int_equal(due, 3);
@@ -193,7 +196,7 @@ static void test_due_order_and_figures(void **state)
     assert_int_equal(db_reader_due_stats(rd, 300, &due, &next), 0);
     assert_int_equal(due, 2);
     x.n = 0;
-    assert_int_equal(db_reader_due(rd, 300, 0, collect, &x), 1);
+    assert_int_equal(db_reader_due(rd, 300, 0, 0, collect, &x), 1);
     assert_int_equal(x.v[0], 1);
     assert_int_equal(db_reader_due_stats(rd, 1000, &due, &next), 0);
     assert_int_equal(next, -1);
