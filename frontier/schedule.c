@@ -125,16 +125,16 @@ static int64_t clamp(const schedule *s, int64_t v)
 int64_t schedule_next_s(const schedule *s, const char *url, size_t url_len, int64_t prev_s,
                         int outcome)
 {
-    if (outcome == SCHED_GONE)
+    if (outcome == SCHEDULE_GONE)
         return 0;
     int64_t base = schedule_base_s(s, url, url_len);
     if (base == 0)
         return 0;
     if (!s->o.adaptive)
         return base;
-    if (prev_s <= 0 || outcome == SCHED_FIRST || outcome == SCHED_OTHER)
+    if (prev_s <= 0 || outcome == SCHEDULE_FIRST || outcome == SCHEDULE_OTHER)
         return clamp(s, prev_s > 0 ? prev_s : base);
-    if (outcome == SCHED_CHANGED)
+    if (outcome == SCHEDULE_CHANGED)
         return clamp(s, prev_s / 2);
     return clamp(s, prev_s > s->o.max_s / 2 ? s->o.max_s : prev_s * 2);
 }

@@ -36,11 +36,11 @@ typedef struct schedule_opts {
 
 /* What a fetch found, for the next interval. */
 enum schedule_outcome {
-    SCHED_FIRST = 0,   /* first fetch (or no earlier interval): the base */
-    SCHED_CHANGED,     /* new payload */
-    SCHED_UNCHANGED,   /* 304, or the same payload digest */
-    SCHED_GONE,        /* 404/410 after a 200: never again */
-    SCHED_OTHER        /* any other answer (redirect, error page): the base */
+    SCHEDULE_FIRST = 0,   /* first fetch (or no earlier interval): the base */
+    SCHEDULE_CHANGED,     /* new payload */
+    SCHEDULE_UNCHANGED,   /* 304, or the same payload digest */
+    SCHEDULE_GONE,        /* 404/410 after a 200: never again */
+    SCHEDULE_OTHER        /* any other answer (redirect, error page): the base */
 };
 
 /* NULL on bad options (min_s > max_s, a rule without seconds) or no
