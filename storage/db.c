@@ -244,7 +244,7 @@ struct db {
 enum {
     RST_EXISTS, RST_MAXID, RST_SCAN, RST_Q_SAME, RST_Q_DEEPER, RST_QH_SAME,
     RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_ROW, RST_HIST, RST_DUE, RST_DUE_N,
-    RST_DUE_NEXT, RST_COUNT
+    RST_DUE_NEXT, RST_INTERVALS, RST_COUNT
 };
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts, fetch_url"
@@ -275,6 +275,8 @@ static const char *const reader_sql[RST_COUNT] = {
                   " AND next_at <= ?1",
     [RST_DUE_NEXT] = "SELECT min(next_at) FROM urls WHERE next_at IS NOT NULL AND state = 2"
                      " AND next_at > ?1",
+    [RST_INTERVALS] = "SELECT interval_s, count(*) FROM urls WHERE next_at IS NOT NULL"
+                      " GROUP BY interval_s",
 };
 
 struct db_reader {
@@ -2049,6 +2051,20 @@ int64_t db_reader_due(db_reader *rd, int64_t now_ms, int64_t fetched_before_ms, 
     sqlite3_bind_int64(s, 3, fetched_before_ms > 0 ? fetched_before_ms : INT64_MAX);
     int rc = queued_pass(s, &q, cb, ud, &n);
     return rc < 0 ? rc : n;
+}
+
+int64_t db_reader_intervals(db_reader *rd, void (*cb)(void *ud, int64_t interval_s, int64_t rows),
+                            void *ud)
+{
+    sqlite3_stmt *s = rd->st[RST_INTERVALS];
+    int64_t n = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        cb(ud, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1));
+        n++;
+    }
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? n : sql_errno(rc);
 }
 
 int db_reader_due_stats(db_reader *rd, int64_t now_ms, int64_t *due, int64_t *next_at)

@@ -391,6 +391,11 @@ int64_t db_reader_due(db_reader *rd, int64_t now_ms, int64_t fetched_before_ms, 
  * none). 0 or < 0. OUT: due, next_at */
 int db_reader_due_stats(db_reader *rd, int64_t now_ms, int64_t *due, int64_t *next_at);
 
+/* Calls cb once per distinct interval_s among scheduled rows (next_at set)
+ * with how many rows have it. Returns the number of calls, or < 0. */
+int64_t db_reader_intervals(db_reader *rd, void (*cb)(void *ud, int64_t interval_s, int64_t rows),
+                            void *ud);
+
 /* Exact row counts per state: a scan of the state index, which holds every
  * row but the seen_only ones (those are max(id) minus the rest). OUT: counts */
 int db_reader_count_by_state(db_reader *rd, int64_t counts[DB_STATE_COUNT]);

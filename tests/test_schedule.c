@@ -22,7 +22,7 @@ static void test_one_pass_schedules_nothing(void **state)
     assert_non_null(s);
     assert_false(schedule_enabled(s));
     assert_int_equal(schedule_base_s(s, U("http://a.test/")), 0);
-    assert_int_equal(schedule_next_s(s, U("http://a.test/"), 0, SCHED_FIRST), 0);
+    assert_int_equal(schedule_next_s(s, U("http://a.test/"), 0, SCHEDULE_FIRST), 0);
     schedule_free(s);
 }
 
@@ -46,8 +46,8 @@ static void test_rules_override(void **state)
     assert_int_equal(schedule_base_s(s, U("http://a.test/list?page=2")), 99);
     assert_int_equal(schedule_base_s(s, U("http://a.test:8080/news/")), 3600);
     /* without adaptive the base is the interval whatever was found */
-    assert_int_equal(schedule_next_s(s, U("http://a.test/news/1"), 3600, SCHED_CHANGED), 3600);
-    assert_int_equal(schedule_next_s(s, U("http://a.test/news/1"), 3600, SCHED_GONE), 0);
+    assert_int_equal(schedule_next_s(s, U("http://a.test/news/1"), 3600, SCHEDULE_CHANGED), 3600);
+    assert_int_equal(schedule_next_s(s, U("http://a.test/news/1"), 3600, SCHEDULE_GONE), 0);
     schedule_free(s);
 }
 
@@ -59,19 +59,19 @@ static void test_adaptive_moves_and_clamps(void **state)
     schedule_opts o = { .after_s = 1000, .min_s = 300, .max_s = 3000, .adaptive = true };
     schedule *s = schedule_new(&o);
     const char *u = "http://a.test/p";
-    assert_int_equal(schedule_next_s(s, U(u), 0, SCHED_FIRST), 1000);
-    assert_int_equal(schedule_next_s(s, U(u), 1000, SCHED_CHANGED), 500);
-    assert_int_equal(schedule_next_s(s, U(u), 500, SCHED_CHANGED), 300);
-    assert_int_equal(schedule_next_s(s, U(u), 300, SCHED_CHANGED), 300);
-    assert_int_equal(schedule_next_s(s, U(u), 1000, SCHED_UNCHANGED), 2000);
-    assert_int_equal(schedule_next_s(s, U(u), 2000, SCHED_UNCHANGED), 3000);
-    assert_int_equal(schedule_next_s(s, U(u), 3000, SCHED_UNCHANGED), 3000);
-    assert_int_equal(schedule_next_s(s, U(u), 2000, SCHED_OTHER), 2000);
-    assert_int_equal(schedule_next_s(s, U(u), 2000, SCHED_GONE), 0);
+    assert_int_equal(schedule_next_s(s, U(u), 0, SCHEDULE_FIRST), 1000);
+    assert_int_equal(schedule_next_s(s, U(u), 1000, SCHEDULE_CHANGED), 500);
+    assert_int_equal(schedule_next_s(s, U(u), 500, SCHEDULE_CHANGED), 300);
+    assert_int_equal(schedule_next_s(s, U(u), 300, SCHEDULE_CHANGED), 300);
+    assert_int_equal(schedule_next_s(s, U(u), 1000, SCHEDULE_UNCHANGED), 2000);
+    assert_int_equal(schedule_next_s(s, U(u), 2000, SCHEDULE_UNCHANGED), 3000);
+    assert_int_equal(schedule_next_s(s, U(u), 3000, SCHEDULE_UNCHANGED), 3000);
+    assert_int_equal(schedule_next_s(s, U(u), 2000, SCHEDULE_OTHER), 2000);
+    assert_int_equal(schedule_next_s(s, U(u), 2000, SCHEDULE_GONE), 0);
     /* no overflow at the top of the range */
     schedule_opts big = { .after_s = 1, .min_s = 1, .max_s = INT64_MAX, .adaptive = true };
     schedule *b = schedule_new(&big);
-    assert_int_equal(schedule_next_s(b, U(u), INT64_MAX / 2 + 1, SCHED_UNCHANGED), INT64_MAX);
+    assert_int_equal(schedule_next_s(b, U(u), INT64_MAX / 2 + 1, SCHEDULE_UNCHANGED), INT64_MAX);
     schedule_free(b);
     schedule_free(s);
 }
