@@ -194,7 +194,7 @@ bool recrawl_warc_prior(const recrawl_job *j, const char *uri, warc_prior *out)
     out->digest = j->prior.digest;
     out->record_id = j->prior.warc_id[0] ? j->prior.warc_id : NULL;
     out->date_ms = j->prior.warc_date_ms;
-    out->uri = uri;
+    out->uri = j->prior.warc_uri[0] ? j->prior.warc_uri : uri;
     return true;
 }
 
@@ -282,6 +282,7 @@ int recrawl_done(recrawl *r, recrawl_job *j, const recrawl_fetch *f)
     h.digest = p->digest[0] ? p->digest : NULL;
     h.warc_id = p->warc_id[0] ? p->warc_id : NULL;
     h.warc_date_ms = p->warc_date_ms;
+    h.warc_uri = p->warc_uri[0] ? p->warc_uri : NULL;
     h.size = p->size;
     if (f->status == 304 && revisit) {
         outcome = SCHEDULE_UNCHANGED;
@@ -303,10 +304,18 @@ int recrawl_done(recrawl *r, recrawl_job *j, const recrawl_fetch *f)
         if (!same) {
             h.digest = digest[0] ? digest : NULL;
             h.size = (int64_t)f->payload_len;
+            h.warc_uri = NULL;
             if (f->w && !f->w->was_revisit) {
                 h.warc_id = f->w->record_id;
                 h.warc_date_ms = f->w->date_ms;
-            } else if (f->w == NULL) {
+            } else if (f->w && f->w->refers_to_id[0] && f->w->refers_to_uri) {
+                /* the payload was archived for another URL in this crawl:
+                 * that record is the original later revisits point at */
+                h.warc_id = f->w->refers_to_id;
+                h.warc_date_ms = f->w->refers_to_date_ms;
+                if (strcmp(f->w->refers_to_uri, f->url) != 0)
+                    h.warc_uri = f->w->refers_to_uri;
+            } else {
                 h.warc_id = NULL; /* not archived: nothing to point at */
                 h.warc_date_ms = 0;
             }

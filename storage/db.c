@@ -93,7 +93,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
      * when the row is next due (unix ms; NULL = not scheduled), the
      * interval that gave it, the validators and payload digest of the last
      * 200 and its payload size, the WARC record holding that payload (id
- * text and date), gone
+ * text, date, and its target URI when another URL's), gone
      * (a 404/410 after a 200: never due again), and how often it was
      * fetched and found changed. urls_due serves "due rows in due order". */
     "ALTER TABLE urls ADD COLUMN next_at INTEGER;"
@@ -104,6 +104,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "ALTER TABLE urls ADD COLUMN size INTEGER;"
     "ALTER TABLE urls ADD COLUMN warc_id TEXT;"
     "ALTER TABLE urls ADD COLUMN warc_date INTEGER;"
+    "ALTER TABLE urls ADD COLUMN warc_uri TEXT;"
     "ALTER TABLE urls ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE urls ADD COLUMN fetches INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE urls ADD COLUMN changes INTEGER NOT NULL DEFAULT 0;"
@@ -145,8 +146,8 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_HOST] = "INSERT OR REPLACE INTO hosts(host, pages, data) VALUES(?1, ?2, ?3)",
     [ST_HISTORY] = "UPDATE urls SET next_at = ?2, interval_s = ?3, etag = ?4,"
                    " last_modified = ?5, digest = ?6, warc_id = ?7, warc_date = ?8,"
-                   " gone = ?9, fetches = fetches + 1, changes = changes + ?10, size = ?11"
-                   " WHERE id = ?1",
+                   " gone = ?9, fetches = fetches + 1, changes = changes + ?10, size = ?11,"
+                   " warc_uri = ?12 WHERE id = ?1",
     [ST_DUE] = "UPDATE urls SET next_at = ?2 WHERE id = ?1 AND state = 2 AND gone = 0"
                " AND (?3 = 0 OR fetched_at IS NULL OR fetched_at < ?3)"
                " AND (next_at IS NULL OR next_at > ?2)",
@@ -267,7 +268,8 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_META] = "SELECT value FROM meta WHERE key = ?1",
     [RST_ROW] = "SELECT state, attempts, hops FROM urls WHERE id = ?1",
     [RST_HIST] = "SELECT next_at, interval_s, etag, last_modified, digest, warc_id, warc_date,"
-                 " gone, fetches, changes, http_status, fetched_at, size FROM urls WHERE id = ?1",
+                 " gone, fetches, changes, http_status, fetched_at, size, warc_uri FROM urls"
+                 " WHERE id = ?1",
     [RST_DUE] = "SELECT " ROW_COLS " FROM urls WHERE next_at IS NOT NULL AND state = 2"
                 " AND next_at <= ?1 AND (fetched_at IS NULL OR fetched_at < ?3)"
                 " ORDER BY next_at LIMIT ?2",
@@ -1133,15 +1135,15 @@ int db_set_state(db *d, int64_t id, int state)
 /* ---- fetch history (re-crawl) ----
  * OP_HISTORY carries its four strings in mem and reuses op fields: url =
  * etag, fetch_url = last_modified, error = digest, ctype = warc_id (each
- * NULL when absent); fetched_at = next_at (< 0: NULL), fetch_ms =
+ * NULL when absent), host = warc_uri; fetched_at = next_at (< 0: NULL), fetch_ms =
  * interval_s, bytes = warc_date, hops = gone, attempts = changed,
  * parent = size.
  * OP_DUE: id, fetched_at = the due time, bytes = lastmod. */
 int db_record_history(db *d, int64_t id, const db_history *h)
 {
     struct op o;
-    const char *in[4];
-    size_t len[4], total = 0;
+    const char *in[5];
+    size_t len[5], total = 0;
     char *m;
 
     if (h == NULL || id <= 0 || h->interval_s < 0)
@@ -1150,8 +1152,9 @@ int db_record_history(db *d, int64_t id, const db_history *h)
     in[1] = h->last_modified;
     in[2] = h->digest;
     in[3] = h->warc_id;
-    for (int i = 0; i < 4; i++) {
-        len[i] = capped_len(in[i]);
+    in[4] = h->warc_uri;
+    for (int i = 0; i < 5; i++) {
+        len[i] = i == 4 ? (in[i] ? strnlen(in[i], DB_URL_MAX) : 0) : capped_len(in[i]);
         total += len[i] + 1;
     }
     m = cr_malloc(total);
@@ -1161,8 +1164,8 @@ int db_record_history(db *d, int64_t id, const db_history *h)
     o.type = OP_HISTORY;
     o.id = id;
     o.mem = m;
-    const char **out[4] = {&o.url, &o.fetch_url, &o.error, &o.ctype};
-    for (int i = 0; i < 4; i++) {
+    const char **out[5] = {&o.url, &o.fetch_url, &o.error, &o.ctype, &o.host};
+    for (int i = 0; i < 5; i++) {
         memcpy(m, in[i] ? in[i] : "", len[i]);
         m[len[i]] = '\0';
         *out[i] = in[i] ? m : NULL;
@@ -1227,6 +1230,7 @@ static int apply_history(db *d, struct op *o)
         sqlite3_bind_int(s, 9, o->hops);
         sqlite3_bind_int(s, 10, o->attempts);
         sqlite3_bind_int64(s, 11, o->parent);
+        bind_text_or_null(s, 12, o->host);
     }
     rc = step_done(s);
     if (rc != SQLITE_OK)
@@ -2027,6 +2031,8 @@ int db_reader_history(db_reader *rd, int64_t id, db_history_row *h)
         h->http_status = sqlite3_column_int(s, 10);
         h->fetched_at = sqlite3_column_int64(s, 11);
         h->size = sqlite3_column_int64(s, 12);
+        if (sqlite3_column_bytes(s, 13) < (int)sizeof h->warc_uri)
+            col_text(s, 13, h->warc_uri, sizeof h->warc_uri);
     }
     sqlite3_reset(s);
     if (rc == SQLITE_ROW)

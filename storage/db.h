@@ -210,6 +210,9 @@ typedef struct db_history {
     const char *warc_id;       /* "<urn:uuid:...>" of the record with the
                                   payload, or NULL */
     int64_t warc_date_ms;      /* that record's WARC-Date; 0 = none */
+    const char *warc_uri;      /* its WARC-Target-URI when not the row's own
+                                  (the payload was archived for another URL);
+                                  NULL = the row's own */
     int64_t size;              /* payload bytes of that 200 (what a 304 saves) */
     bool gone;
     bool changed;              /* adds 1 to the row's change count */
@@ -376,6 +379,7 @@ typedef struct db_history_row {
     bool gone;
     char etag[DB_TEXT_MAX + 1], last_modified[DB_TEXT_MAX + 1];
     char digest[64], warc_id[64];
+    char warc_uri[4096];       /* "" = the row's own (or one too long to keep) */
 } db_history_row;
 int db_reader_history(db_reader *rd, int64_t id, db_history_row *h);
 

@@ -1174,6 +1174,7 @@ typedef struct plan {
     bool revisit;
     bool not_modified;          /* revisit: server-not-modified, else identical */
     bool has_ref_id;
+    char ref_digest[38];        /* not_modified: the original's payload digest */
     uint8_t ref_id[16];
     int64_t ref_date_ms;
     const char *ref_uri;        /* in the arena: stable */
@@ -1288,8 +1289,8 @@ static int build(prep *p, gz *z, const plan *pl, group *g)
         r.type = "revisit";
         r.revisit = true;
         r.profile = pl->not_modified ? PROFILE_NOT_MODIFIED : PROFILE_IDENTICAL;
-        if (pl->not_modified)
-            r.payload_digest = NULL; /* a 304 carries no payload */
+        if (pl->not_modified) /* the payload the 304 stands for */
+            r.payload_digest = pl->ref_digest;
         r.ref_id = pl->has_ref_id ? pl->ref_id : NULL;
         r.ref_uri = pl->ref_uri;
         r.ref_date = ref_date;
@@ -1324,6 +1325,8 @@ static void plan_now(warc_writer *w, const prep *p, plan *pl)
         pl->has_ref_id = uuid_parse(pr->record_id, pl->ref_id) == 0;
         pl->ref_date_ms = pr->date_ms > 0 ? pr->date_ms : p->date_ms;
         pl->ref_uri = pr->uri;
+        snprintf(pl->ref_digest, sizeof pl->ref_digest, "%s",
+                 pr->digest && strlen(pr->digest) == 37 ? pr->digest : p->payload_digest);
         return;
     }
     if (!w->revisits || !p->eligible)
@@ -1378,7 +1381,9 @@ static int commit(warc_writer *w, prep *p, group *g, warc_result *out)
         .url = f->uri, .url_len = strlen(f->uri),
         .mime = g->built.revisit ? "warc/revisit" : p->mime,
         .mime_len = g->built.revisit ? 12 : p->mime_len,
-        .status = p->status, .digest = p->payload_digest + 5, .timestamp = ts,
+        .status = p->status,
+        .digest = (g->built.not_modified ? g->built.ref_digest : p->payload_digest) + 5,
+        .timestamp = ts,
         .length = g->resp_len, .offset = off0 + g->resp_off, .filename = w->name,
     };
     int rc = cdxj_line(&line, &e);
@@ -1421,6 +1426,15 @@ static int commit(warc_writer *w, prep *p, group *g, warc_result *out)
         uuid_text(p->resp_id, out->record_id);
         out->date_ms = p->date_ms;
         memcpy(out->payload_digest, p->payload_digest, sizeof out->payload_digest);
+        out->refers_to_id[0] = '\0';
+        out->refers_to_date_ms = 0;
+        out->refers_to_uri = NULL;
+        if (g->built.revisit) {
+            if (g->built.has_ref_id)
+                uuid_text(g->built.ref_id, out->refers_to_id);
+            out->refers_to_date_ms = g->built.ref_date_ms;
+            out->refers_to_uri = g->built.ref_uri;
+        }
     }
 out:
     cr_buf_release(&line);

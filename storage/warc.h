@@ -13,7 +13,8 @@
  *             (-Target-URI, -Date) naming the record that holds the bytes;
  *             and for a 304 answer to a conditional re-fetch (not_modified),
  *             profile server-not-modified, the 304's headers, pointing at
- *             the prior record (WARC-Refers-To only when its id is known).
+ *             the prior record (WARC-Refers-To only when its id is known),
+ *             with the prior's payload digest (the content it stands for).
  * The records of one fetch are written together with one write(), request
  * first, and only whole members are ever appended: a failed write is cut
  * back. Beside each file, PREFIX-...-NNNNN.cdxj indexes its response and
@@ -129,6 +130,11 @@ typedef struct warc_result {
     char record_id[WARC_RECORD_ID_TEXT]; /* of the response or revisit */
     int64_t date_ms;          /* its WARC-Date */
     char payload_digest[38];  /* "sha1:..." of the payload as received */
+    /* a revisit: the record it refers to (the one holding the payload) */
+    char refers_to_id[WARC_RECORD_ID_TEXT]; /* "" when not known */
+    int64_t refers_to_date_ms;
+    const char *refers_to_uri; /* valid until warc_close (or, from a prior,
+                                  as long as the prior's string) */
 } warc_result;
 
 /* Counters, monotonic over the writer's life. */

@@ -111,6 +111,7 @@ static void test_history_round_trip(void **state)
     db_history h = { .next_at = 5000, .interval_s = 60, .etag = "\"e1\"",
                      .last_modified = "Mon, 01 Jan 2024 00:00:00 GMT", .digest = "sha1:ABC",
                      .warc_id = "<urn:uuid:1>", .warc_date_ms = 1234, .size = 2294,
+                     .warc_uri = "http://other.example/",
                      .changed = true };
     assert_int_equal(db_record_history(d, 1, &h), 0);
     assert_int_equal(db_flush(d), 0);
@@ -125,6 +126,7 @@ static void test_history_round_trip(void **state)
     assert_string_equal(r.warc_id, "<urn:uuid:1>");
     assert_int_equal(r.warc_date_ms, 1234);
     assert_int_equal(r.size, 2294);
+    assert_string_equal(r.warc_uri, "http://other.example/");
     assert_int_equal(r.fetches, 1);
     assert_int_equal(r.changes, 1);
     assert_false(r.gone);
@@ -252,7 +254,7 @@ static void test_migrate_v2(void **state)
         "ALTER TABLE urls DROP COLUMN digest; ALTER TABLE urls DROP COLUMN warc_id;"
         "ALTER TABLE urls DROP COLUMN warc_date; ALTER TABLE urls DROP COLUMN gone;"
         "ALTER TABLE urls DROP COLUMN fetches; ALTER TABLE urls DROP COLUMN changes;"
-        "ALTER TABLE urls DROP COLUMN size;"
+        "ALTER TABLE urls DROP COLUMN size; ALTER TABLE urls DROP COLUMN warc_uri;"
         "UPDATE meta SET value = 2 WHERE key = 'schema_version'; PRAGMA user_version = 2;";
     assert_int_equal(raw_exec(f->dir, down), SQLITE_OK);
     assert_int_equal(raw_int(f->dir, "SELECT value FROM meta WHERE key='schema_version'"), 2);
