@@ -429,7 +429,7 @@ static void daemon_serves_due_rows(void **state)
         dup2(fn, 1);
         dup2(fn, 2);
         execl(proc_crawld_path(), "crawld", "run", "-c", cfg, "--set", "crawl.daemon=true",
-              (char *)NULL);
+              "--set", "control.listen=\"unix\"", (char *)NULL);
         _exit(127);
     }
     /* until most pages came back at least once (20 s at most: sanitizer
@@ -443,7 +443,12 @@ static void daemon_serves_due_rows(void **state)
         if (i >= 15 && n > 350)
             break;
     }
-    kill(pid, SIGTERM);
+    /* stopped through the control API (POST /v1/shutdown) */
+    char sd[256];
+    snprintf(sd, sizeof sd, "%s/dm", workdir);
+    assert_int_equal(proc_crawld((const char *const[]){ "shutdown", "--state", sd, NULL }, NULL,
+                                 NULL, NULL),
+                     0);
     int status;
     waitpid(pid, &status, 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
