@@ -81,6 +81,28 @@ static void on_serror(void *ud, xmlErrorPtr e)
     set_error(p, SITEMAP_ERR_XML, e->line, e->int2, e->message ? e->message : "XML error");
 }
 
+static void silent_generic(void *ctx, const char *msg, ...)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+/* libxml2's generic error channel (its I/O and encoding messages) is
+ * per-thread state: switched off around our calls, then given back. */
+typedef struct quiet {
+    xmlGenericErrorFunc gen;
+    void *gen_ctx;
+} quiet;
+
+static void quiet_begin(quiet *q)
+{
+    q->gen = xmlGenericError;
+    q->gen_ctx = xmlGenericErrorContext;
+    xmlSetGenericErrorFunc(NULL, silent_generic);
+}
+
+static void quiet_end(const quiet *q) { xmlSetGenericErrorFunc(q->gen_ctx, q->gen); }
+
 static bool is_ns(const xmlChar *uri) { return uri && strcmp((const char *)uri, SITEMAP_NS) == 0; }
 static bool is_name(const xmlChar *n, const char *s) { return strcmp((const char *)n, s) == 0; }
 static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
@@ -378,11 +400,19 @@ int sitemap_feed(sitemap_parser *p, const void *data, size_t n)
     while (!p->decided && n > 0) {
         p->magic[p->nmagic++] = *s++;
         n--;
-        if (p->nmagic == 2)
+        if (p->nmagic == 2) {
+            quiet q;
+            quiet_begin(&q);
             decide(p);
+            quiet_end(&q);
+        }
     }
-    if (p->decided && n > 0)
+    if (p->decided && n > 0) {
+        quiet q;
+        quiet_begin(&q);
         route(p, s, n);
+        quiet_end(&q);
+    }
     return -p->err;
 }
 
@@ -390,6 +420,8 @@ int sitemap_finish(sitemap_parser *p)
 {
     if (p->err)
         return -p->err;
+    quiet q;
+    quiet_begin(&q);
     if (!p->decided)
         decide(p);
     if (!p->err && p->z_on && !p->z_end)
@@ -401,6 +433,7 @@ int sitemap_finish(sitemap_parser *p)
                   xmlSAX2GetColumnNumber(p->ctxt), "not well-formed XML");
     if (!p->err && p->st.kind == SITEMAP_UNKNOWN)
         set_error(p, SITEMAP_ERR_EMPTY, 1, 1, "no root element");
+    quiet_end(&q);
     return -p->err;
 }
 
