@@ -24,6 +24,7 @@
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
 #include "crawler/web/url.h"
+#include "crawler/sitemaps.h"
 #include "dedup/bloom.h"
 #include "dedup/seen.h"
 #include "frontier/frontier.h"
@@ -111,6 +112,8 @@ typedef struct crawl_status {
         uint64_t sheets, refs, imports, dropped, truncated; /* stylesheets read, their
                                    references, @imports, refs dropped, sheets cut */
     } req;
+    bool sitemaps_on;          /* sitemaps.enabled: the sitemaps figures apply */
+    sitemaps_stats sitemaps;   /* crawler/sitemaps' counters */
     char storage_error[512];   /* the store's last error, while stalled or failed */
     char end[256];             /* how the crawl ended: "frontier drained", "stopped at
                                   max_pages with N queued", "stopped by signal with N
