@@ -40,6 +40,9 @@ static const char usage[] =
 "                       as a far server would (default 0); other connections\n"
 "                       are not held up\n"
 "  --no-specials        only regular pages, requisites and robots.txt\n"
+"  --sitemaps           a.test serves sitemaps listing pages no page links to\n"
+"                       (tests/site/sitemaps.h); the expected set then assumes a\n"
+"                       crawler that reads sitemaps (crawl.toml [sitemaps])\n"
 "Server:\n"
 "  --port N             port on 127.0.0.1; 0 picks a free one (default 0). The\n"
 "                       first line on stdout is \"listening on 127.0.0.1:PORT\"\n"
@@ -92,7 +95,7 @@ static int parse_long(const char *name, const char *v, long lo, long hi, long *o
 
 enum {
     O_SEED = 256, O_HOSTS, O_PAGES, O_DELAY, O_RETRY, O_FLAKY, O_CRAWL_DELAY, O_BIG, O_BOMB,
-    O_NO_SPECIALS, O_LATENCY, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
+    O_NO_SPECIALS, O_SITEMAPS, O_LATENCY, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
     O_MAX_PATH, O_MAX_REPEAT, O_MAX_QUERY, O_MAX_URL, O_NOFOLLOW, O_REQUISITES, O_ROBOTS,
     O_ANNOTATE, O_REQ_DEPTH, O_REQ_SAME_HOST, O_HELP
 };
@@ -108,6 +111,7 @@ static const struct option longopts[] = {
     { "big-bytes", required_argument, NULL, O_BIG },
     { "bomb-mib", required_argument, NULL, O_BOMB },
     { "no-specials", no_argument, NULL, O_NO_SPECIALS },
+    { "sitemaps", no_argument, NULL, O_SITEMAPS },
     { "latency-ms", required_argument, NULL, O_LATENCY },
     { "port", required_argument, NULL, O_PORT },
     { "port-file", required_argument, NULL, O_PORT_FILE },
@@ -211,6 +215,9 @@ static int parse_args(int argc, char **argv, cli *c)
         case O_BOMB:
             bad = parse_long(name, optarg, 1, 4095, &v);
             c->site.bomb_mib = (int)v;
+            break;
+        case O_SITEMAPS:
+            c->site.sitemaps = 1;
             break;
         case O_NO_SPECIALS:
             c->site.specials = 0;
