@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "config/config.h"
+#include "crawler/recrawl.h"
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
 #include "crawler/web/url.h"
@@ -114,6 +115,7 @@ typedef struct crawl_status {
     } req;
     bool sitemaps_on;          /* sitemaps.enabled: the sitemaps figures apply */
     sitemaps_stats sitemaps;   /* crawler/sitemaps' counters */
+    recrawl_stats recrawl;     /* the re-crawl's figures (crawler/recrawl.h) */
     char storage_error[512];   /* the store's last error, while stalled or failed */
     char end[256];             /* how the crawl ended: "frontier drained", "stopped at
                                   max_pages with N queued", "stopped by signal with N

@@ -163,7 +163,7 @@ static void test_create_and_reopen(void **state)
     assert_true(id > 0);
     assert_int_equal(db_close(d), 0);
 
-    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 2);
+    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 3);
     assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
                                      " AND name IN ('urls_state','urls_host_state')"), 2);
     d = open_ok(nested, NULL);
@@ -188,7 +188,7 @@ static void test_meta_values(void **state)
     assert_string_equal(buf, "{\"pages\": 2}");
     assert_int_equal(db_reader_get_meta(rd, "nothing", buf, sizeof buf), -ENOENT);
     assert_int_equal(db_reader_get_meta(rd, "schema_version", buf, sizeof buf), 0);
-    assert_string_equal(buf, "2");
+    assert_string_equal(buf, "3");
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
@@ -1926,7 +1926,7 @@ static void test_migrate_from_v1(void **state)
     assert_int_equal(hops, 3);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 2);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 3);
     assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='created_at'"),
                      1700000000000LL);
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE fetch_url IS NULL"), 4);
