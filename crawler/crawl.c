@@ -328,17 +328,24 @@ static int discover(crawl *c, const char *fetch, size_t flen, const char *key, s
 /* crawler/sitemaps' admit: a sitemap row is scoped as a seed is (a host's
  * robots.txt vouched for it; exclusions and traps still apply), a listed
  * page as a link at depth 0 (the scope mode applies); both enter at the
- * depth given, a listed page as DB_KIND_SEED. lastmod_ms waits for the
- * re-crawl schedule. */
+ * depth given, a listed page as DB_KIND_SEED. A known page with a
+ * <lastmod> goes to the re-crawl schedule: db_make_due makes it due now
+ * when it was last fetched before lastmod_ms (a row still uncommitted has
+ * no fetch to be stale). */
 static int sitemap_admit(void *ud, const char *fetch, size_t flen, const char *key, size_t klen,
                          int depth, int kind, int64_t lastmod_ms)
 {
     crawl *c = ud;
-    (void)lastmod_ms;
     int as = kind == DB_KIND_SITEMAP ? DB_KIND_SEED : DB_KIND_NAVIGATION;
     if (scope_check(c->sc, fetch, flen, 0, as) != SCOPE_ALLOWED)
         return SITEMAPS_OUT_OF_SCOPE;
-    return admit(c, fetch, flen, key, klen, depth, kind, 0);
+    int r = admit(c, fetch, flen, key, klen, depth, kind, 0);
+    if (r == 0 && kind != DB_KIND_SITEMAP && lastmod_ms > 0) {
+        int64_t id = verifier_row_id(c->ver, key, klen);
+        if (id > 0 && db_make_due(c->d, id, lastmod_ms, 0) < 0)
+            return -EIO;
+    }
+    return r;
 }
 
 /* A requisite of the page or stylesheet j (its fetch form and key):

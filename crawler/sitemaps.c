@@ -321,6 +321,8 @@ static void on_entry(void *ud, const sitemap_entry *e)
         ADD(sm, out_of_scope, 1);
     else
         ADD(sm, storage_errors, 1);
+    if (r == SITEMAPS_KNOWN && e->has_lastmod)
+        ADD(sm, lastmod_known, 1);
 }
 
 sitemaps_fetch *sitemaps_fetch_begin(sitemaps *sm, url_canon *uc, const char *url, size_t len,

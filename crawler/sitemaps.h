@@ -9,7 +9,8 @@
  * answered 200, the crawl feeds its body to a sitemaps_fetch (the parser of
  * crawler/web/sitemap, never the link extractor), which hands:
  *   - each <url><loc> of a urlset to admit as DB_KIND_SEED at depth 0 (the
- *     crawl applies its scope rules and the seen test; lastmod goes along);
+ *     crawl applies its scope rules and the seen test; lastmod goes along:
+ *     a known page last fetched before its <lastmod> is made due now);
  *   - each <sitemap><loc> of an index to admit as DB_KIND_SITEMAP at the
  *     index's depth + 1, while that is at most max_index_depth and the host
  *     has had fewer than max_per_host sitemaps admitted; the rest are
@@ -91,6 +92,8 @@ typedef struct sitemaps_stats {
     uint64_t dropped_depth;   /* index children past max_index_depth */
     uint64_t dropped_host;    /* index children past max_per_host */
     uint64_t lastmod;         /* entries with a valid <lastmod> */
+    uint64_t lastmod_known;   /* ... of a page already known: handed to the re-crawl
+                                 schedule (due now if fetched before its lastmod) */
     uint64_t bad_lastmod;
     uint64_t grants;          /* cross-submit grants learnt from robots.txt */
     uint64_t grants_dropped;  /* past GRANTS_MAX */
@@ -102,7 +105,8 @@ typedef struct sitemaps_stats {
 #define SITEMAPS_STATS_FIELDS(X)                                                                   \
     X(queued) X(fetched) X(urlsets) X(indexes) X(gzip) X(parse_errors) X(cut) X(urls_listed)     \
     X(urls_new) X(urls_known) X(children_listed) X(rejected_scope) X(out_of_scope) X(invalid)    \
-    X(dropped_urls) X(dropped_loc) X(dropped_depth) X(dropped_host) X(lastmod) X(bad_lastmod)    \
+    X(dropped_urls) X(dropped_loc) X(dropped_depth) X(dropped_host) X(lastmod) X(lastmod_known)  \
+    X(bad_lastmod)                                                                               \
     X(grants) X(grants_dropped) X(storage_errors)
 
 #define SITEMAPS_GRANTS_MAX 100000

@@ -214,6 +214,15 @@ static void lastmod_goes_to_admit(void **s)
               "<urlset " NS "><url><loc>http://a.test/x</loc>"
               "<lastmod>2004-10-01T18:23:17+00:00</lastmod></url></urlset>");
     assert_int_equal(e.c.last_lastmod, 1096654997000LL);
+    assert_int_equal(stats(&e).lastmod_known, 0);
+    /* a known page's <lastmod> goes to the crawl too (the re-crawl hook) */
+    e.c.known[0] = "http://a.test/x";
+    fetch_str(&e, "http://a.test/sitemap1.xml", 0,
+              "<urlset " NS "><url><loc>http://a.test/x</loc>"
+              "<lastmod>2005-01-01</lastmod></url></urlset>");
+    assert_int_equal(e.c.last_lastmod, 1104537600000LL);
+    assert_int_equal(stats(&e).lastmod_known, 1);
+    assert_int_equal(stats(&e).urls_known, 1);
     fetch_str(&e, "http://a.test/sitemap2.xml", 0,
               "<urlset " NS "><url><loc>http://a.test/y</loc></url></urlset>");
     assert_int_equal(e.c.last_lastmod, -1);
@@ -231,6 +240,7 @@ static void crawl_scope_and_storage_answers_counted(void **s)
               "<url><loc>http://a.test/ok</loc></url></urlset>");
     assert_int_equal(stats(&e).out_of_scope, 1);
     assert_int_equal(stats(&e).urls_new, 1);
+    assert_int_equal(stats(&e).storage_errors, 0);
     e.c.fail = 1;
     fetch_str(&e, "http://a.test/sitemap3.xml", 0,
               "<urlset " NS "><url><loc>http://a.test/z</loc></url></urlset>");

@@ -42,6 +42,7 @@ typedef struct site_opts {
     int bomb_mib;             /* decoded size of /big/bomb.html */
     int sitemaps;             /* a.test serves sitemaps (tests/site/sitemaps.h); the
                                  expected set assumes a crawler that reads them */
+    char sitemap_lastmod[40]; /* <lastmod> of / in /sitemap.xml ("": 2026-01-01) */
     /* the site over time (epoch.h): off while epoch < 0 */
     int epoch;                /* -1 = off */
     int change_pct;           /* share of pages changed per epoch, 0..100 */

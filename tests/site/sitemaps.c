@@ -167,8 +167,11 @@ int site_sitemap_body(const site *s, int h, const char *target, const site_res *
         /* the first entry's loc has white space around it, to be trimmed */
         rc = cr_buf_printf(out, "  <%s>\n    <loc>%s%s%s</loc>\n", entry, i == 0 ? "\n  " : "",
                            loc.data, i == 0 ? "  \n" : "");
-        if (rc == 0 && e->lastmod)
-            rc = cr_buf_printf(out, "    <lastmod>%s</lastmod>\n", e->lastmod);
+        const char *lm = e->lastmod;
+        if (i == 0 && site_options(s)->sitemap_lastmod[0] != '\0')
+            lm = site_options(s)->sitemap_lastmod;
+        if (rc == 0 && lm)
+            rc = cr_buf_printf(out, "    <lastmod>%s</lastmod>\n", lm);
         if (rc == 0 && !index)
             rc = cr_buf_puts(out, "    <changefreq>daily</changefreq>\n");
         if (rc == 0)

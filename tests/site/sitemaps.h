@@ -4,7 +4,8 @@
  * links to; every other host has none (/sitemap.xml is 404 there):
  *
  *   /robots.txt            gains "Sitemap: http://a.test:PORT/sitemaps/index.xml"
- *   /sitemap.xml           urlset: /, /sm/only/1..3.html (sitemap-only), and
+ *   /sitemap.xml           urlset: / (its <lastmod>: --sitemap-lastmod),
+ *                          /sm/only/1..3.html (sitemap-only), and
  *                          entries a crawler must refuse: b.test (another
  *                          host), https (another scheme), a relative loc
  *   /sitemaps/index.xml    sitemapindex: child.xml.gz, plain.xml, broken.xml,
