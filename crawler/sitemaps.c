@@ -329,8 +329,10 @@ sitemaps_fetch *sitemaps_fetch_begin(sitemaps *sm, url_canon *uc, const char *ur
                                      int depth)
 {
     sitemaps_fetch *f = cr_calloc(1, sizeof *f);
-    if (f == NULL)
+    if (f == NULL) {
+        ADD(sm, parse_errors, 1); /* the body goes unread: count it */
         return NULL;
+    }
     f->sm = sm;
     f->uc = uc;
     f->depth = depth;
@@ -343,6 +345,7 @@ sitemaps_fetch *sitemaps_fetch_begin(sitemaps *sm, url_canon *uc, const char *ur
     f->p = sitemap_new(&po, on_entry, f);
     if (f->url == NULL || f->p == NULL) {
         sitemaps_fetch_abort(f);
+        ADD(sm, parse_errors, 1);
         return NULL;
     }
     f->grant = granted(sm, f->url);

@@ -78,7 +78,8 @@ typedef struct sitemaps_stats {
     uint64_t queued;          /* sitemap rows admitted new */
     uint64_t fetched;         /* sitemap bodies parsed (200 answers) */
     uint64_t urlsets, indexes, gzip; /* of those: kinds, and gzip-compressed */
-    uint64_t parse_errors;    /* files with an error (XML, root, gzip, ...) */
+    uint64_t parse_errors;    /* files with an error (XML, root, gzip, ...; or no
+                                 memory to parse them) */
     uint64_t cut;             /* files cut at max_bytes (or at fetch.max_body_bytes) */
     uint64_t urls_listed;     /* <url> entries read */
     uint64_t urls_new;        /* ... admitted as new rows */
@@ -125,9 +126,8 @@ void sitemaps_robots(sitemaps *sm, url_canon *uc, const char *robots_url, int st
 
 /* A sitemap row answered 200: url is its fetch form, depth the row's. uc
  * (the calling thread's) resolves the entries and must outlive the fetch.
- * NULL on out of memory (the body is then not read; counted as a parse
- * error at sitemaps_fetch_end(NULL...)). Caller owns it until
- * sitemaps_fetch_end. */
+ * NULL on out of memory (the body is then not read; counted in
+ * parse_errors). Caller owns it until sitemaps_fetch_end. */
 sitemaps_fetch *sitemaps_fetch_begin(sitemaps *sm, url_canon *uc, const char *url, size_t len,
                                      int depth);
 void sitemaps_fetch_feed(sitemaps_fetch *f, const char *p, size_t n);

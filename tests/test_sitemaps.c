@@ -20,6 +20,7 @@
 #include <libxml/parser.h>
 #include <zlib.h>
 
+#include "common/alloc.h"
 #include "common/buf.h"
 #include "crawler/report/status.h"
 #include "crawler/sitemaps.h"
@@ -33,6 +34,7 @@ typedef struct crawlsim {
     const char *known[8];    /* fetch forms answered SITEMAPS_KNOWN */
     const char *outside;     /* prefix answered SITEMAPS_OUT_OF_SCOPE */
     int fail;                /* answer < 0 (a storage error) */
+    int quiet;               /* no log (the allocator may be failing) */
     int64_t last_lastmod;
 } crawlsim;
 
@@ -51,9 +53,10 @@ static int fake_admit(void *ud, const char *fetch, size_t flen, const char *key,
     for (int i = 0; i < 8 && c->known[i]; i++)
         if (strcmp(c->known[i], fetch) == 0)
             return SITEMAPS_KNOWN;
-    assert_int_equal(cr_buf_printf(&c->log, "%c %d %s\n", kind == DB_KIND_SITEMAP ? 'M' : 'P',
-                                   depth, fetch),
-                     0);
+    if (!c->quiet)
+        assert_int_equal(cr_buf_printf(&c->log, "%c %d %s\n",
+                                       kind == DB_KIND_SITEMAP ? 'M' : 'P', depth, fetch),
+                         0);
     return SITEMAPS_NEW;
 }
 
@@ -390,6 +393,59 @@ static void robots_cross_submit_grants_its_host(void **s)
     env_close(&e);
 }
 
+/* ---- out of memory ------------------------------------------------------- */
+
+static void out_of_memory_is_counted_never_a_crash(void **s)
+{
+    (void)s;
+    scope_opts so;
+    scope_opts_defaults(&so);
+    scope *sc = scope_new(&so, NULL, 0);
+    assert_non_null(sc);
+    sitemaps_opts o = { .well_known = true, .max_index_depth = 1, .max_per_host = 10, .sc = sc };
+    crawlsim c = { .last_lastmod = 0 };
+    cr_buf_init(&c.log, 0);
+    cr_alloc_fail_after(1);
+    assert_null(sitemaps_new(&o, fake_admit, &c));
+    cr_alloc_fail_after(0);
+    env e;
+    env_open(&e, NULL);
+    e.c.quiet = 1;
+    const char *doc = "<urlset " NS "><url><loc>http://a.test/1</loc></url>"
+                      "<url><loc>http://a.test/2</loc></url></urlset>";
+    /* every allocation of a fetch in turn: begin fails (counted), or the
+     * parse runs out (counted), or it all fits */
+    bool clean = false;
+    for (long n = 1; n < 40 && !clean; n++) {
+        sitemaps_stats before = stats(&e);
+        cr_buf_clear(&e.c.log);
+        cr_alloc_fail_after(n);
+        sitemaps_fetch *f = sitemaps_fetch_begin(e.sm, e.uc, "http://a.test/s.xml", 19, 0);
+        if (f) {
+            sitemaps_fetch_feed(f, doc, strlen(doc));
+            sitemaps_fetch_end(f, false, NULL);
+        }
+        long failures = cr_alloc_failures();
+        cr_alloc_fail_after(0);
+        sitemaps_stats after = stats(&e);
+        if (failures == 0) {
+            clean = true;
+            assert_int_equal(after.parse_errors, before.parse_errors);
+            assert_int_equal(after.urls_new - before.urls_new, 2);
+        } else {
+            /* what failed is a counted error or a lost entry, never silent
+             * success for both */
+            assert_true(after.parse_errors > before.parse_errors ||
+                        after.invalid > before.invalid ||
+                        after.urls_new - before.urls_new < 2);
+        }
+    }
+    assert_true(clean);
+    cr_buf_release(&c.log);
+    scope_free(sc);
+    env_close(&e);
+}
+
 /* ---- figures ------------------------------------------------------------ */
 
 static void figures_in_status_json_and_metrics(void **s)
@@ -443,6 +499,7 @@ int main(void)
         cmocka_unit_test(max_urls_and_cut_files_counted),
         cmocka_unit_test(malformed_and_gzip),
         cmocka_unit_test(robots_cross_submit_grants_its_host),
+        cmocka_unit_test(out_of_memory_is_counted_never_a_crash),
         cmocka_unit_test(figures_in_status_json_and_metrics),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
