@@ -413,7 +413,7 @@ static int hook_response(void *ctx, const fetch_job *job, const fetch_response *
     recrawl_note_headers(j->rj, r->headers, r->headers_len);
     if (j->fj.kind == DB_KIND_SITEMAP && !j->fj.is_robots) {
         tctx *t = my_ctx(c);
-        if (c->sm && t && r->status == 200)
+        if (c->sm && t && r->status == 200 && j->smf == NULL)
             j->smf = sitemaps_fetch_begin(c->sm, t->uc, j->url, j->url_len, j->fj.depth);
         return 0; /* read by the sitemap parser only */
     }
