@@ -406,7 +406,7 @@ int64_t recrawl_promote(recrawl *r, frontier *fr, int64_t now_ms, int64_t run_st
     int64_t rc = db_reader_due(r->prd, now_ms, run_start_ms, max, collect_due, &l);
     size_t queued = 0;
     for (; rc >= 0 && queued < l.n; queued++) {
-        int q = db_set_state(r->d, l.v[queued].id, DB_STATE_QUEUED);
+        int q = db_requeue_due(r->d, l.v[queued].id);
         if (q < 0)
             rc = q;
     }

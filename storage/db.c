@@ -125,7 +125,7 @@ enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META, OP_SAMPLE, OP_HOST, O
 
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_INSERT, ST_FIND, ST_GETSTATE,
-    ST_OUTCOME, ST_SETSTATE, ST_META, ST_SAMPLE, ST_HOST, ST_HISTORY, ST_DUE, ST_COUNT
+    ST_OUTCOME, ST_SETSTATE, ST_META, ST_SAMPLE, ST_HOST, ST_HISTORY, ST_DUE, ST_REQUEUE, ST_COUNT
 };
 
 static const char *const writer_sql[ST_COUNT] = {
@@ -148,6 +148,7 @@ static const char *const writer_sql[ST_COUNT] = {
                    " last_modified = ?5, digest = ?6, warc_id = ?7, warc_date = ?8,"
                    " gone = ?9, fetches = fetches + 1, changes = changes + ?10, size = ?11,"
                    " warc_uri = ?12 WHERE id = ?1",
+    [ST_REQUEUE] = "UPDATE urls SET state = ?2, attempts = 0 WHERE id = ?1",
     [ST_DUE] = "UPDATE urls SET next_at = ?2 WHERE id = ?1 AND state = 2 AND gone = 0"
                " AND (?3 = 0 OR fetched_at IS NULL OR fetched_at < ?3)"
                " AND (next_at IS NULL OR next_at > ?2)",
@@ -1180,6 +1181,20 @@ int db_record_history(db *d, int64_t id, const db_history *h)
     return enqueue(d, &o);
 }
 
+int db_requeue_due(db *d, int64_t id)
+{
+    struct op o;
+
+    if (id <= 0)
+        return -EINVAL;
+    memset(&o, 0, sizeof o);
+    o.type = OP_STATE;
+    o.id = id;
+    o.state = DB_STATE_QUEUED;
+    o.hops = 1;
+    return enqueue(d, &o);
+}
+
 int db_make_due(db *d, int64_t id, int64_t lastmod_ms, int64_t now_ms)
 {
     struct op o;
@@ -1490,7 +1505,7 @@ static int apply_update(db *d, struct op *o)
     if (rc != SQLITE_ROW)
         return rc;
     if (o->type == OP_STATE) {
-        s = d->st[ST_SETSTATE];
+        s = d->st[o->hops == 1 ? ST_REQUEUE : ST_SETSTATE]; /* hops 1: db_requeue_due */
         sqlite3_bind_int64(s, 1, o->id);
         sqlite3_bind_int(s, 2, o->state);
     } else {

@@ -227,6 +227,11 @@ typedef struct db_history {
  * next db_flush() as -ENOENT. */
 int db_record_history(db *d, int64_t id, const db_history *h);
 
+/* Queues a due row (done) back to queued for its next fetch, its attempt
+ * count reset (a fresh fetch: its retries, and the dispatch log's "fetched
+ * again" count, start over). Like db_set_state otherwise. */
+int db_requeue_due(db *d, int64_t id);
+
 /* Makes row id due at now_ms (0 = now) if it is done, not gone, was last
  * fetched before lastmod_ms (unix ms; 0 = always) and is not already due
  * earlier: the hook for a sitemap's <lastmod>. Queued like db_set_state;

@@ -302,7 +302,9 @@ static void test_history_commit_refused(void **state)
     db_history h = { .next_at = 777, .interval_s = 5, .etag = "\"x\"" };
     assert_int_equal(db_record_history(d, 1, &h), 0);
     assert_int_equal(db_make_due(d, 1, 0, 500), 0);
+    assert_int_equal(db_requeue_due(d, 1), 0);
     assert_int_equal(db_flush(d), 0);
+
     db_stats st;
     db_get_stats(d, &st);
     assert_true(st.stalls >= 1);
@@ -311,6 +313,45 @@ static void test_history_commit_refused(void **state)
     assert_int_equal(db_reader_history(rd, 1, &r), 0);
     assert_int_equal(r.next_at, 500);
     assert_string_equal(r.etag, "\"x\"");
+    int st_ = -1, att = -1;
+    assert_int_equal(db_reader_row(rd, 1, &st_, &att, NULL), 0);
+    assert_int_equal(st_, DB_STATE_QUEUED); /* requeued, attempts reset */
+    assert_int_equal(att, 0);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 1);
+    assert_int_equal(st.rows[DB_STATE_DONE], 0);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+}
+
+/* Fault hook: a store that keeps refusing past max_stall_ms: the history
+ * op fails (db_flush says so) and nothing of it is stored. */
+static void test_history_store_gives_up(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->dir);
+    add_done(d, 1);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(setenv("CRAWLD_FAULTS", "1:full:1000000", 1), 0);
+    char err[256];
+    db_opts o = { .max_stall_ms = 300 };
+    d = db_open(f->dir, &o, err, sizeof err);
+    unsetenv("CRAWLD_FAULTS");
+    assert_non_null(d);
+    db_history h = { .next_at = 999, .interval_s = 9, .digest = "sha1:Z" };
+    /* refused when queued (the writer gave up already) or by the flush */
+    int rc = db_record_history(d, 1, &h);
+    if (rc == 0)
+        rc = db_flush(d);
+    assert_int_equal(rc, -ENOSPC);
+    db_close(d); /* the error was reported above */
+    d = open_ok(f->dir);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    db_history_row r;
+    assert_int_equal(db_reader_history(rd, 1, &r), 0);
+    assert_int_equal(r.next_at, -1);
+    assert_string_equal(r.digest, "");
+    assert_int_equal(r.fetches, 0);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
@@ -324,6 +365,7 @@ int main(void)
         T(test_make_due),
         T(test_migrate_v2),
         T(test_history_commit_refused),
+        T(test_history_store_gives_up),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
