@@ -320,6 +320,27 @@ static void crawl_finds_exactly_the_sitemap_only_pages(void **state)
     if (strstr(err.data, want) == NULL)
         fail_msg("no parse error line \"%s\" in:\n%s", want, err.data);
 
+    /* the report has the sitemaps card, with the same figures */
+    char rpath[300];
+    snprintf(rpath, sizeof rpath, "%s/report.html", workdir);
+    assert_int_equal(proc_crawld((const char *const[]){ "report", "--state", state_dir("on"), "-o",
+                                                        rpath, NULL },
+                                 NULL, NULL, NULL),
+                     0);
+    cr_buf html;
+    cr_buf_init(&html, 0);
+    FILE *rf = fopen(rpath, "r");
+    assert_non_null(rf);
+    char chunk[4096];
+    size_t got_n;
+    while ((got_n = fread(chunk, 1, sizeof chunk, rf)) > 0)
+        assert_int_equal(cr_buf_append(&html, chunk, got_n), 0);
+    fclose(rf);
+    assert_non_null(strstr(html.data, "id=\"sitemaps\""));
+    assert_non_null(strstr(html.data, "data-key=\"urls_new\" data-value=\"6\""));
+    assert_non_null(strstr(html.data, "data-key=\"rejected_scope\" data-value=\"4\""));
+    cr_buf_release(&html);
+
     /* archived like any fetch: the gzip child's response record */
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "zcat %s/warc/*.warc.gz | grep -c '^WARC-Target-URI: %s'",
