@@ -812,7 +812,7 @@ static int dispatch(crawl *c, int64_t *wake)
     j->hops = fj.kind == DB_KIND_REDIRECT || fj.kind == DB_KIND_SITEMAP
                   ? verifier_row_hops(c->ver, fj.id)
                   : 0;
-    j->rj = recrawl_prepare(c->rc, fj.id);
+    j->rj = fj.is_robots ? NULL : recrawl_prepare(c->rc, fj.id);
     cr_buf_init(&j->body, 0);
     cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
     cr_buf_init(&j->headers, 0);
