@@ -198,8 +198,9 @@ static char *granted(sitemaps *sm, const char *url)
     return v;
 }
 
-/* 1 if the sitemap's host may have one more sitemap; then counted. */
-static bool host_room(sitemaps *sm, const char *url, size_t len, bool take)
+/* Reserves one of the sitemap's host's max_per_host places (delta +1), or
+ * gives one back (delta -1). A reservation is false when the host is full. */
+static bool host_count(sitemaps *sm, const char *url, size_t len, int delta)
 {
     char origin[DB_HOST_MAX + 64];
     size_t n = origin_len(url, len);
@@ -210,35 +211,40 @@ static bool host_room(sitemaps *sm, const char *url, size_t len, bool take)
     bool ok = true;
     pthread_mutex_lock(&sm->mu);
     entry *e = find(&sm->hosts, origin);
-    if (e && e->count >= sm->o.max_per_host)
-        ok = false;
-    else if (take && e == NULL)
-        e = add(&sm->hosts, origin);
-    if (ok && take && e)
-        e->count++;
+    if (delta > 0) {
+        if (e == NULL)
+            e = add(&sm->hosts, origin);
+        if (e == NULL || e->count >= sm->o.max_per_host)
+            ok = false;
+        else
+            e->count++;
+    } else if (e && e->count > 0) {
+        e->count--;
+    }
     pthread_mutex_unlock(&sm->mu);
     return ok;
 }
 
 /* A sitemap URL (canonical forms) at depth: admitted as a sitemap row
- * when its host has room. grant_origin: the cross-submit grant it carries
- * (NULL: none). */
+ * when its host has room (reserved first, so threads admitting at once
+ * never pass max_per_host; given back unless the row is new).
+ * grant_origin: the cross-submit grant it carries (NULL: none). */
 static void admit_sitemap(sitemaps *sm, const char *fetch, size_t flen, const char *key,
                           size_t klen, int depth, const char *grant_origin)
 {
-    if (!host_room(sm, fetch, flen, false)) {
+    if (!host_count(sm, fetch, flen, +1)) {
         ADD(sm, dropped_host, 1);
         return;
     }
     if (grant_origin)
         grant(sm, fetch, grant_origin);
     int r = sm->admit(sm->ud, fetch, flen, key, klen, depth, DB_KIND_SITEMAP, -1);
-    if (r == SITEMAPS_NEW) {
+    if (r == SITEMAPS_NEW)
         ADD(sm, queued, 1);
-        host_room(sm, fetch, flen, true);
-    } else if (r < 0) {
+    else
+        host_count(sm, fetch, flen, -1);
+    if (r < 0)
         ADD(sm, storage_errors, 1);
-    }
 }
 
 void sitemaps_robots(sitemaps *sm, url_canon *uc, const char *robots_url, int status,
