@@ -583,8 +583,8 @@ static int submit(crawl *c, fjob *j, long timeout_ms)
 {
     fetch_job fj = { .id = (uint64_t)j->fj.id, .url = j->url, .hops = (unsigned)j->hops, .user = j };
     if (j->rj && j->rj->revisit && j->rj->prior.http_status != 0) {
-        fj.if_none_match = j->rj->prior.etag;
-        fj.if_modified_since = j->rj->prior.last_modified;
+        fetch_validators v = { j->rj->prior.etag, j->rj->prior.last_modified };
+        return fetcher_submit_validated(c->f, &fj, &v, timeout_ms);
     }
     return fetcher_submit(c->f, &fj, timeout_ms);
 }
