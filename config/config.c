@@ -144,6 +144,13 @@ static const option options[] = {
     BOOL(archive, revisits, "true", "write revisit records for payloads already archived"),
     BOOL(archive, wacz, "false", "at the end of a crawl, package its WARC files as a WACZ (state_dir/wacz/PREFIX-TIMESTAMP.wacz, a new file each run)"),
 
+    BOOL(sitemaps, enabled, "false", "read sitemaps (sitemaps.org): each in-scope host's robots.txt Sitemap lines and /sitemap.xml; the pages they list are queued as seeds (scope rules apply). Off by default: it costs a request per host, and a crawl then fetches more than its links reach"),
+    BOOL(sitemaps, well_known, "true", "with enabled, also ask each in-scope host for /sitemap.xml (not only the Sitemap lines of its robots.txt)"),
+    INT(sitemaps, max_urls, 1, 10000000, "50000", "entries read from one sitemap file at most (the protocol's limit); the rest are dropped and counted"),
+    INT(sitemaps, max_bytes, 1024, 1e10, "52428800", "uncompressed bytes read from one sitemap file at most (the protocol's 50 MB, also for gzip: a bomb is cut there); a body is also cut at fetch.max_body_bytes"),
+    INT(sitemaps, max_index_depth, 0, 10, "1", "sitemap index levels followed (1: an index's child sitemaps are read, as the protocol has it; 0: none); deeper ones are dropped and counted"),
+    INT(sitemaps, max_per_host, 1, 1e9, "1000", "sitemap files queued per host at most; more are dropped and counted"),
+
     INT(recrawl, after_s, 0, 315360000, "0",
         "a page fetched is due again after this long (seconds; 0: one pass, nothing is revisited);"
         " `crawld run` on the state then fetches what is due, with If-None-Match/If-Modified-Since"),

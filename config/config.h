@@ -109,6 +109,14 @@ typedef struct crawl_config {
         bool wacz;
     } archive;
     struct {
+        bool enabled;
+        bool well_known;
+        int64_t max_urls;
+        int64_t max_bytes;
+        int64_t max_index_depth;
+        int64_t max_per_host;
+    } sitemaps;
+    struct {
         int64_t after_s;           /* 0: one pass, nothing is revisited */
         int64_t min_s, max_s;      /* adaptive intervals stay in [min_s, max_s] */
         bool adaptive;

@@ -49,7 +49,9 @@
  * Lock order (outer first): frontier wlock -> frontier lock -> crawl lock;
  * the seen test's locks (Bloom stage growth, recent cache shards, pending
  * set shards) are leaves taken alone; the verifier's pool mutex is a leaf;
- * api_lock is a leaf around url_canon_resolve. No lock of this file is held
+ * api_lock is a leaf around url_canon_resolve (and around crawl_add_seed's
+ * sitemaps_robots when robots.txt is not obeyed, which may wait for the
+ * writer's queue as discover does; the writer never takes api_lock). No lock of this file is held
  * while calling another module, so no cycle can pass through it. Each
  * fetcher thread's context (its url_canon and link parser pool) is touched
  * only by that thread. Counters are relaxed atomics. */
@@ -73,6 +75,7 @@
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
 #include "crawler/sampler.h"
+#include "crawler/sitemaps.h"
 #include "crawler/report/status.h"
 #include "crawler/report/summary.h"
 #include "crawler/web/url.h"
@@ -117,6 +120,7 @@ struct crawl {
     scope *sc;
     frontier *fr;
     fetcher *f;
+    sitemaps *sm;               /* NULL unless sitemaps.enabled */
     warc_writer *w;
     links_opts lopts;
     url_canon *uc;              /* the scheduler's and the API's (under api_lock) */
@@ -175,6 +179,7 @@ struct fjob {
     char *location;
     char *ctype;
     links_parser *lp;           /* while an HTML body is parsed */
+    sitemaps_fetch *smf;        /* while a sitemap body is parsed */
     cr_buf body;                /* robots.txt body */
     cr_buf raw;                 /* wire payload for the archive */
     cr_buf headers, request;
@@ -320,6 +325,29 @@ static int discover(crawl *c, const char *fetch, size_t flen, const char *key, s
     return discover_from(c, fetch, flen, key, klen, depth, kind, hops, NULL, 0);
 }
 
+/* crawler/sitemaps' admit: a sitemap row is scoped as a seed is (a host's
+ * robots.txt vouched for it; exclusions and traps still apply), a listed
+ * page as a link at depth 0 (the scope mode applies); both enter at the
+ * depth given, a listed page as DB_KIND_SEED. A known page with a
+ * <lastmod> goes to the re-crawl schedule: db_make_due makes it due now
+ * when it was last fetched before lastmod_ms (a row still uncommitted has
+ * no fetch to be stale). */
+static int sitemap_admit(void *ud, const char *fetch, size_t flen, const char *key, size_t klen,
+                         int depth, int kind, int64_t lastmod_ms)
+{
+    crawl *c = ud;
+    int as = kind == DB_KIND_SITEMAP ? DB_KIND_SEED : DB_KIND_NAVIGATION;
+    if (scope_check(c->sc, fetch, flen, 0, as) != SCOPE_ALLOWED)
+        return SITEMAPS_OUT_OF_SCOPE;
+    int r = admit(c, fetch, flen, key, klen, depth, kind, 0);
+    if (r == 0 && kind != DB_KIND_SITEMAP && lastmod_ms > 0) {
+        int64_t id = verifier_row_id(c->ver, key, klen);
+        if (id > 0 && db_make_due(c->d, id, lastmod_ms, 0) < 0)
+            return -EIO;
+    }
+    return r;
+}
+
 /* A requisite of the page or stylesheet j (its fetch form and key):
  * discovered one level deeper, counted. */
 static int discover_requisite(crawl *c, fjob *j, const char *fetch, size_t flen, const char *key,
@@ -383,6 +411,12 @@ static int hook_response(void *ctx, const fetch_job *job, const fetch_response *
         cr_buf_append(&j->request, r->request, r->request_len);
     }
     recrawl_note_headers(j->rj, r->headers, r->headers_len);
+    if (j->fj.kind == DB_KIND_SITEMAP && !j->fj.is_robots) {
+        tctx *t = my_ctx(c);
+        if (c->sm && t && r->status == 200 && j->smf == NULL)
+            j->smf = sitemaps_fetch_begin(c->sm, t->uc, j->url, j->url_len, j->fj.depth);
+        return 0; /* read by the sitemap parser only */
+    }
     if (!j->fj.is_robots && r->status == 200 && is_html(r->content_type)) {
         tctx *t = my_ctx(c);
         links_parser *lp = NULL;
@@ -447,6 +481,8 @@ static int hook_body(void *ctx, const fetch_job *job, const char *p, size_t n)
         size_t cap = (size_t)j->c->cfg->politeness.robots_max_bytes;
         if (j->body.len < cap)
             cr_buf_append(&j->body, p, n < cap - j->body.len ? n : cap - j->body.len);
+    } else if (j->smf) {
+        sitemaps_fetch_feed(j->smf, p, n);
     } else if (j->lp) {
         tctx *t = my_ctx(j->c);
         t->current = j;
@@ -538,6 +574,7 @@ static void fjob_free(fjob *j)
     cr_buf_release(&j->headers);
     cr_buf_release(&j->request);
     cr_buf_release(&j->css_body);
+    sitemaps_fetch_abort(j->smf);
     recrawl_job_free(j->rj);
     cr_free(j);
 }
@@ -631,6 +668,9 @@ static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
     frontier_outcome o = { .status = status, .error = error_kind(r->error),
                            .response_ms = r->total_ms, .retry_after_s = j->retry_after_s,
                            .bytes = (int64_t)j->body.len, .content_type = j->ctype };
+    tctx *t = my_ctx(c);
+    if (c->sm && t && j->fj.url)
+        sitemaps_robots(c->sm, t->uc, j->fj.url, status, j->body.data, j->body.len);
     frontier_robots_done(c->fr, &j->fj, &o, j->body.data, j->body.len, mono_ms_ceil());
 }
 
@@ -683,6 +723,10 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         archived = archive(c, j, r, &wr);
         if (j->css)
             scan_stylesheet(c, j, r->truncated);
+        if (j->smf) {
+            sitemaps_fetch_end(j->smf, r->truncated, c->log);
+            j->smf = NULL;
+        }
     } else {
         bump(&c->fetch_errors);
         if ((unsigned)r->error < FETCH_ERR_COUNT)
@@ -709,7 +753,9 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
                                          strlen(j->location), &out, &key, &why)
                        : -EINVAL;
             if (rr == 0) {
-                int kind = j->fj.kind == DB_KIND_REQUISITE ? DB_KIND_REQUISITE : DB_KIND_REDIRECT;
+                int kind = j->fj.kind == DB_KIND_REQUISITE || j->fj.kind == DB_KIND_SITEMAP
+                               ? j->fj.kind
+                               : DB_KIND_REDIRECT;
                 discover(c, out.data, out.len, key.data, key.len, j->fj.depth + 1, kind,
                          j->hops + 1);
             } else {
@@ -763,7 +809,9 @@ static int dispatch(crawl *c, int64_t *wake)
     j->url_len = j->url ? strlen(j->url) : 0;
     /* a redirect target's hops are stored with its row, so max_redirects
      * holds across a restart */
-    j->hops = fj.kind == DB_KIND_REDIRECT ? verifier_row_hops(c->ver, fj.id) : 0;
+    j->hops = fj.kind == DB_KIND_REDIRECT || fj.kind == DB_KIND_SITEMAP
+                  ? verifier_row_hops(c->ver, fj.id)
+                  : 0;
     j->rj = fj.is_robots ? NULL : recrawl_prepare(c->rc, fj.id);
     cr_buf_init(&j->body, 0);
     cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
@@ -917,6 +965,15 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
         snprintf(err, errlen, "scope: %s", msg);
         goto fail;
     }
+    if (cfg->sitemaps.enabled) {
+        sitemaps_opts smo;
+        wire_sitemaps_opts(cfg, c->sc, &smo);
+        c->sm = sitemaps_new(&smo, sitemap_admit, c);
+        if (c->sm == NULL) {
+            snprintf(err, errlen, "sitemaps: out of memory");
+            goto fail;
+        }
+    }
     frontier_opts fo;
     wire_frontier_opts(cfg, &fo);
     c->fr = frontier_new(&fo, c->d, err, errlen);
@@ -1001,6 +1058,13 @@ int crawl_add_seed(crawl *c, const char *url, size_t len, char *why, size_t whyl
     }
     scope_add_seed(c->sc, out.data, out.len);
     rc = discover(c, out.data, out.len, key.data, key.len, 0, DB_KIND_SEED, 0);
+    if (c->sm && !c->cfg->politeness.obey_robots && rc >= 0) {
+        /* no robots.txt is asked, so the seed's host's /sitemap.xml is
+         * queued here (sitemaps_robots as for "no robots.txt") */
+        pthread_mutex_lock(&c->api_lock);
+        sitemaps_robots(c->sm, c->uc, out.data, 404, NULL, 0);
+        pthread_mutex_unlock(&c->api_lock);
+    }
     if (rc < 0)
         snprintf(why, whylen, "the database failed");
     cr_buf_release(&out);
@@ -1306,6 +1370,9 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     for (int r = 0; r < URL_REJ_COUNT; r++)
         st->links_rejected_by[r] = atomic_load(&c->links_rejected_by[r]);
     st->links_out_of_scope = atomic_load(&c->links_out_of_scope);
+    st->sitemaps_on = c->sm != NULL;
+    if (c->sm)
+        sitemaps_stats_get(c->sm, &st->sitemaps);
     st->nofollow_skipped = atomic_load(&c->nofollow_skipped);
     st->redirects = atomic_load(&c->redirects);
     st->redirects_too_long = atomic_load(&c->redirects_too_long);
@@ -1494,6 +1561,7 @@ int crawl_close(crawl *c)
     if (c->w && warc_close(c->w) < 0)
         rc = -EIO;
     verifier_free(c->ver);
+    sitemaps_free(c->sm);
     scope_free(c->sc);
     /* before seen_free: operations the writer still fails at close are
      * acknowledged to the seen test */

@@ -25,6 +25,7 @@
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
 #include "crawler/web/url.h"
+#include "crawler/sitemaps.h"
 #include "dedup/bloom.h"
 #include "dedup/seen.h"
 #include "frontier/frontier.h"
@@ -112,6 +113,8 @@ typedef struct crawl_status {
         uint64_t sheets, refs, imports, dropped, truncated; /* stylesheets read, their
                                    references, @imports, refs dropped, sheets cut */
     } req;
+    bool sitemaps_on;          /* sitemaps.enabled: the sitemaps figures apply */
+    sitemaps_stats sitemaps;   /* crawler/sitemaps' counters */
     recrawl_stats recrawl;     /* the re-crawl's figures (crawler/recrawl.h) */
     char storage_error[512];   /* the store's last error, while stalled or failed */
     char end[256];             /* how the crawl ended: "frontier drained", "stopped at

@@ -294,6 +294,18 @@ seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_
     return s;
 }
 
+int64_t verifier_row_id(verifier *v, const char *key, size_t klen)
+{
+    int64_t id = 0;
+    db_reader *rd = take_reader(v);
+    if (rd == NULL)
+        return 0;
+    if (db_reader_exists(rd, key, klen, &id) != 1)
+        id = 0;
+    give_reader(v, rd);
+    return id;
+}
+
 int verifier_row_hops(verifier *v, int64_t id)
 {
     int hops = 0;

@@ -58,6 +58,8 @@ seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_
                          size_t errlen);
 int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen);
 
+/* The id of key's committed row (0 when there is none yet, or on error). */
+int64_t verifier_row_id(verifier *v, const char *key, size_t klen);
 /* The redirect hops stored with row id (0 when unknown). */
 int verifier_row_hops(verifier *v, int64_t id);
 

@@ -133,3 +133,16 @@ void wire_warc_opts(const crawl_config *c, char *archive_dir, size_t len, warc_o
     out->max_file_bytes = (uint64_t)c->archive.max_file_bytes;
     out->revisits = c->archive.revisits;
 }
+
+void wire_sitemaps_opts(const crawl_config *c, scope *sc, sitemaps_opts *out)
+{
+    memset(out, 0, sizeof *out);
+    out->well_known = c->sitemaps.well_known;
+    out->max_urls = (size_t)c->sitemaps.max_urls;
+    out->max_bytes = (size_t)c->sitemaps.max_bytes;
+    out->max_loc = (size_t)c->canon.max_url_bytes;
+    out->max_index_depth = (int)c->sitemaps.max_index_depth;
+    out->max_per_host = c->sitemaps.max_per_host;
+    out->sc = sc;
+    out->robots_max_bytes = (size_t)c->politeness.robots_max_bytes;
+}

@@ -13,6 +13,7 @@
 #include "crawler/web/url.h"
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
+#include "crawler/sitemaps.h"
 #include "dedup/bloom.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
@@ -39,6 +40,9 @@ unsigned wire_fetch_connections(const crawl_config *c, long nofile, bool *capped
 void wire_frontier_opts(const crawl_config *c, frontier_opts *out /* OUT */);
 void wire_scope_opts(const crawl_config *c, scope_opts *out /* OUT */);
 void wire_links_opts(const crawl_config *c, links_opts *out /* OUT */);
+/* [sitemaps] and the limits it shares (canon.max_url_bytes for a <loc>,
+ * politeness.robots_max_bytes); sc is the crawl's scope. */
+void wire_sitemaps_opts(const crawl_config *c, scope *sc, sitemaps_opts *out /* OUT */);
 /* archive_dir receives state_dir/archive.dir (or archive.dir if absolute). */
 void wire_warc_opts(const crawl_config *c, char *archive_dir, size_t len, warc_opts *out /* OUT */);
 

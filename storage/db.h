@@ -65,6 +65,8 @@ enum db_kind {
     DB_KIND_REQUISITE = 1,  /* an image, stylesheet or script of a page */
     DB_KIND_SEED = 2,
     DB_KIND_REDIRECT = 3,   /* the target of a redirect */
+    DB_KIND_SITEMAP = 4,    /* a sitemap: robots.txt Sitemap line, /sitemap.xml,
+                               a sitemap index's child (crawler/sitemaps) */
     DB_KIND_COUNT
 };
 

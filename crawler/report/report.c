@@ -958,6 +958,49 @@ static void errors_card(FILE *f, const json_t *data)
     fputs("</dd>\n</dl></div>\n", f);
 }
 
+/* The sitemaps card, when the crawl read sitemaps ([sitemaps] enabled). */
+static void sitemaps_card(FILE *f, const json_t *st)
+{
+    const json_t *sm = json_object_get(st, "sitemaps");
+    if (sm == NULL)
+        return;
+    fputs("<div class=\"card\" id=\"sitemaps\"><h3>Sitemaps</h3>\n<dl class=\"facts\">\n", f);
+    static const struct {
+        const char *label, *key;
+    } facts[] = {
+        { "sitemaps queued", "queued" },
+        { "sitemaps fetched and parsed", "fetched" },
+        { "urlsets / indexes", NULL },
+        { "gzip-compressed", "gzip" },
+        { "parse errors", "parse_errors" },
+        { "cut at max_bytes", "cut" },
+        { "URLs listed", "urls_listed" },
+        { "URLs admitted", "urls_admitted" },
+        { "URLs new to the crawl", "urls_new" },
+        { "rejected: outside the sitemap's host and path", "rejected_scope" },
+        { "rejected: outside the crawl's scope", "out_of_scope" },
+        { "rejected: not an absolute http(s) URL", "invalid" },
+        { "child sitemaps listed", "children_listed" },
+        { "dropped by limits", "dropped_by_limits" },
+    };
+    for (size_t i = 0; i < sizeof facts / sizeof *facts; i++) {
+        char a[32], b[32];
+        if (facts[i].key == NULL) {
+            fmt_int(a, sizeof a, jint(sm, "urlsets"));
+            fmt_int(b, sizeof b, jint(sm, "indexes"));
+            fprintf(f, "<dt>%s</dt><dd>%s / %s</dd>\n", facts[i].label, a, b);
+            continue;
+        }
+        fmt_int(a, sizeof a, jint(sm, facts[i].key));
+        fprintf(f, "<dt>%s</dt><dd data-key=\"%s\" data-value=\"%lld\">%s</dd>\n",
+                facts[i].label, facts[i].key, jint(sm, facts[i].key), a);
+    }
+    fputs("</dl><p class=\"caption\">Dropped by limits: entries past sitemaps.max_urls, without "
+          "or with too long a loc, index children past max_index_depth or max_per_host, and "
+          "files cut at max_bytes.</p></div>\n",
+          f);
+}
+
 static void hosts_table(FILE *f, const json_t *data)
 {
     const json_t *hosts = json_object_get(data, "hosts");
@@ -1033,6 +1076,7 @@ int report_write(FILE *f, const json_t *data, const report_meta *m)
         return rc;
     status_bars(f, st);
     errors_card(f, data);
+    sitemaps_card(f, st);
     fputs("</div>\n<h2>Hosts</h2>\n", f);
     hosts_table(f, data);
     fputs("<h2>Configuration</h2>\n<div class=\"card\" id=\"config\">", f);

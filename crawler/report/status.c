@@ -148,6 +148,20 @@ json_t *status_json(const crawl_status *st)
         json_object_set_new(j, "fetch_errors_by_kind", kinds);
     else
         json_decref(kinds);
+    if (j && st->sitemaps_on) {
+        /* every counter, then the sums users ask for first */
+        const sitemaps_stats *sm = &st->sitemaps;
+        json_t *o = json_object();
+#define SM_JSON(name) json_object_set_new(o, #name, json_integer((json_int_t)sm->name));
+        SITEMAPS_STATS_FIELDS(SM_JSON)
+#undef SM_JSON
+        json_object_set_new(o, "urls_admitted", json_integer((json_int_t)(sm->urls_new + sm->urls_known)));
+        json_object_set_new(o, "dropped_by_limits",
+                            json_integer((json_int_t)(sm->dropped_urls + sm->dropped_loc +
+                                                      sm->dropped_depth + sm->dropped_host +
+                                                      sm->cut)));
+        json_object_set_new(j, "sitemaps", o);
+    }
     if (j)
         json_object_set_new(j, "recrawl", recrawl_json(&st->recrawl));
     if (j && st->archiving)
@@ -281,6 +295,15 @@ void status_metrics(FILE *f, const crawl_status *st)
     for (int r = URL_OK + 1; r < URL_REJ_COUNT; r++)
         fprintf(f, "crawld_links_rejected_total{reason=\"%s\"} %llu\n",
                 url_reject_name((url_reject)r), (unsigned long long)st->links_rejected_by[r]);
+    if (st->sitemaps_on) {
+        fprintf(f, "# HELP crawld_sitemaps_total Sitemaps read and what their entries became"
+                   " (crawl.toml [sitemaps]).\n# TYPE crawld_sitemaps_total counter\n");
+#define SM_METRIC(name)                                                                            \
+    fprintf(f, "crawld_sitemaps_total{what=\"%s\"} %llu\n", #name,                                 \
+            (unsigned long long)st->sitemaps.name);
+        SITEMAPS_STATS_FIELDS(SM_METRIC)
+#undef SM_METRIC
+    }
     fprintf(f, "# HELP crawld_scope_rejects_total Links not followed, by reason (scope, depth, traps).\n"
                "# TYPE crawld_scope_rejects_total counter\n");
     for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)

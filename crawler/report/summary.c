@@ -168,6 +168,22 @@ void summary_crawl_print(FILE *f, const json_t *st)
                 geti(st, "requisites.past_max_depth"), geti(st, "requisites.stylesheets"),
                 geti(st, "requisites.from_css"), geti(st, "requisites.css_imports"),
                 geti(st, "requisites.css_dropped"), geti(st, "requisites.css_truncated"));
+    if (json_object_get(st, "sitemaps"))
+        fprintf(f, "  sitemaps: %lld queued, %lld fetched (%lld urlsets, %lld indexes, %lld gzip),"
+                   " %lld parse errors, %lld cut at max_bytes; %lld URLs listed: %lld admitted"
+                   " (%lld new), %lld outside the sitemap's host and path, %lld outside the"
+                   " crawl's scope, %lld invalid; %lld child sitemaps listed; dropped by limits:"
+                   " %lld past max_urls, %lld without or with too long a loc, %lld past"
+                   " max_index_depth, %lld past max_per_host\n",
+                geti(st, "sitemaps.queued"), geti(st, "sitemaps.fetched"),
+                geti(st, "sitemaps.urlsets"), geti(st, "sitemaps.indexes"),
+                geti(st, "sitemaps.gzip"), geti(st, "sitemaps.parse_errors"),
+                geti(st, "sitemaps.cut"), geti(st, "sitemaps.urls_listed"),
+                geti(st, "sitemaps.urls_admitted"), geti(st, "sitemaps.urls_new"),
+                geti(st, "sitemaps.rejected_scope"), geti(st, "sitemaps.out_of_scope"),
+                geti(st, "sitemaps.invalid"), geti(st, "sitemaps.children_listed"),
+                geti(st, "sitemaps.dropped_urls"), geti(st, "sitemaps.dropped_loc"),
+                geti(st, "sitemaps.dropped_depth"), geti(st, "sitemaps.dropped_host"));
     fprintf(f, "  frontier: %lld done, %lld failed, %lld retries, %lld excluded by robots.txt, "
                "%lld politeness waits, %lld queued in memory, %lld hosts active\n",
             geti(st, "frontier.done"), geti(st, "frontier.failed"), geti(st, "frontier.retries"),

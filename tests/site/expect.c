@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "tests/site/sitemaps.h"
 
 typedef struct node {
     int host;
@@ -162,6 +163,40 @@ static int in_scope(const walk *w, int host, const char *url)
     }
 }
 
+static int admit(walk *w, int host, const char *t, int depth, int hop, int requisite);
+
+/* With --sitemaps, a crawler that reads sitemaps asks each host it
+ * contacts, if the host's root is in scope, for /sitemap.xml and the
+ * Sitemap lines of its robots.txt (a 200 one), scoped as seeds are. */
+static int contact_sitemaps(walk *w, int host)
+{
+    cr_buf root, lines;
+    cr_buf_init(&root, 0);
+    cr_buf_init(&lines, 0);
+    int rc = url_of(w, host, "/", &root);
+    if (rc == 0 && in_scope(w, host, root.data)) {
+        rc = admit(w, host, "/sitemap.xml", 0, 0, 1);
+        if (rc == 0 && site_robots_status(w->s, host) == 200)
+            rc = site_sitemap_robots(w->s, host, &lines);
+        /* the test site's Sitemap lines name its own host: "Sitemap: URL\n" */
+        char auth[64];
+        size_t pre = 0;
+        if (rc == 0 && lines.len > 0 && site_authority(w->s, host, auth, sizeof auth) == 0)
+            pre = strlen("Sitemap: http://") + strlen(auth);
+        for (char *l = lines.data; rc == 0 && pre > 0 && l && *l;) {
+            char *nl = strchr(l, '\n');
+            if (nl)
+                *nl = '\0';
+            if (strlen(l) > pre)
+                rc = admit(w, host, l + pre, 0, 0, 1);
+            l = nl ? nl + 1 : NULL;
+        }
+    }
+    cr_buf_release(&root);
+    cr_buf_release(&lines);
+    return rc;
+}
+
 /* A discovered URL: checks, then the seen test, then the queue. A
  * requisite (with fetch_requisites: see requisite_pass) passes the scope
  * from any host and gets requisite_depth more levels. */
@@ -185,7 +220,14 @@ static int admit(walk *w, int host, const char *t, int depth, int hop, int requi
     if ((max_depth >= 0 && depth > max_depth) || hop > o->max_redirects ||
         !within_limits(w, url.data, t))
         goto out;
-    w->contacted[host] = 1;
+    if (!w->contacted[host]) {
+        w->contacted[host] = 1;
+        if (site_options(w->s)->sitemaps) {
+            rc = contact_sitemaps(w, host);
+            if (rc != 0)
+                goto out;
+        }
+    }
     if (!site_robots_allowed(w->s, host, t))
         goto out;
     if (o->max_depth < 0 && strncmp(t, "/calendar/", 10) == 0) {
@@ -264,6 +306,23 @@ static int visit(walk *w, size_t k)
             if (l->nofollow && !w->o->follow_nofollow)
                 continue;
             rc = admit(w, l->host, l->target, nd.depth + 1, 0, requisite_pass(w, l, nd.host));
+        }
+    } else if (res.kind == SK_SITEMAP) {
+        /* a sitemap's entries: only those on its host, at or below its
+         * directory (the protocol's rule); an index's children one level
+         * down, no further (sitemaps.max_index_depth = 1); pages as seeds */
+        rc = site_sitemap_entries(w->s, nd.host, nd.target, &res, &links);
+        size_t dl = strrchr(nd.target, '/') - nd.target + 1;
+        for (size_t i = 0; i < links.n && rc == 0; i++) {
+            const site_link *l = &links.v[i];
+            if (l->host != nd.host || strncmp(l->target, nd.target, dl) != 0)
+                continue;
+            if (res.n == SITEMAP_RES_INDEX) {
+                if (nd.depth + 1 <= 1)
+                    rc = admit(w, l->host, l->target, nd.depth + 1, 0, 1);
+            } else {
+                rc = admit(w, l->host, l->target, 0, 0, 0);
+            }
         }
     } else if (res.kind == SK_CSS && res.status == 200) {
         /* a stylesheet's references are requisites, whoever's it is */

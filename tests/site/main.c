@@ -41,6 +41,11 @@ static const char usage[] =
 "                       as a far server would (default 0); other connections\n"
 "                       are not held up\n"
 "  --no-specials        only regular pages, requisites and robots.txt\n"
+"  --sitemaps           a.test serves sitemaps listing pages no page links to\n"
+"                       (tests/site/sitemaps.h); the expected set then assumes a\n"
+"                       crawler that reads sitemaps (crawl.toml [sitemaps])\n"
+"  --sitemap-lastmod T  the <lastmod> /sitemap.xml gives / (W3C Datetime;\n"
+"                       default 2026-01-01)\n"
 "Server:\n"
 "  --port N             port on 127.0.0.1; 0 picks a free one (default 0). The\n"
 "                       first line on stdout is \"listening on 127.0.0.1:PORT\"\n"
@@ -100,7 +105,7 @@ static int parse_long(const char *name, const char *v, long lo, long hi, long *o
 
 enum {
     O_SEED = 256, O_HOSTS, O_PAGES, O_DELAY, O_RETRY, O_FLAKY, O_CRAWL_DELAY, O_BIG, O_BOMB,
-    O_NO_SPECIALS, O_LATENCY, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
+    O_NO_SPECIALS, O_SITEMAPS, O_SITEMAP_LASTMOD, O_LATENCY, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
     O_MAX_PATH, O_MAX_REPEAT, O_MAX_QUERY, O_MAX_URL, O_NOFOLLOW, O_REQUISITES, O_ROBOTS,
     O_ANNOTATE, O_REQ_DEPTH, O_REQ_SAME_HOST,
     O_EPOCH, O_CHANGE_PCT, O_REMOVE_PCT, O_ADD_PAGES, O_PLAIN_HOST, O_PRINT_EPOCH, O_HELP
@@ -117,6 +122,8 @@ static const struct option longopts[] = {
     { "big-bytes", required_argument, NULL, O_BIG },
     { "bomb-mib", required_argument, NULL, O_BOMB },
     { "no-specials", no_argument, NULL, O_NO_SPECIALS },
+    { "sitemaps", no_argument, NULL, O_SITEMAPS },
+    { "sitemap-lastmod", required_argument, NULL, O_SITEMAP_LASTMOD },
     { "latency-ms", required_argument, NULL, O_LATENCY },
     { "port", required_argument, NULL, O_PORT },
     { "port-file", required_argument, NULL, O_PORT_FILE },
@@ -227,6 +234,17 @@ static int parse_args(int argc, char **argv, cli *c)
         case O_BOMB:
             bad = parse_long(name, optarg, 1, 4095, &v);
             c->site.bomb_mib = (int)v;
+            break;
+        case O_SITEMAPS:
+            c->site.sitemaps = 1;
+            break;
+        case O_SITEMAP_LASTMOD:
+            if (strlen(optarg) == 0 || strlen(optarg) >= sizeof(c->site.sitemap_lastmod) ||
+                strspn(optarg, "0123456789-:T.Z+") != strlen(optarg)) {
+                fprintf(stderr, "testsite: --sitemap-lastmod wants a W3C Datetime\n");
+                return -1;
+            }
+            snprintf(c->site.sitemap_lastmod, sizeof(c->site.sitemap_lastmod), "%s", optarg);
             break;
         case O_NO_SPECIALS:
             c->site.specials = 0;

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "tests/site/sitemaps.h"
 #include "tests/site/epoch.h"
 
 #define ROBOTS_RULES 6
@@ -636,6 +637,8 @@ long site_page_of(const site *s, const char *target)
 int site_lookup(const site *s, int h, const char *t, site_res *r)
 {
     long k;
+    if (s->o.sitemaps && site_sitemap_lookup(s, h, t, r) == 0)
+        return 0;
     long pg = page_of(s, t);
     if (pg >= 0 && epoch_removed(s, h, pg)) {
         res_set(r, SK_STATUS, epoch_removed(s, h, pg), 0, CT_TEXT);
@@ -1695,6 +1698,8 @@ static int robots_text(const site *s, int h, cr_buf *out)
         rc = cr_buf_printf(out, "Crawl-delay: %s\n", s->o.crawl_delay);
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]) && rc == 0; i++)
         rc = cr_buf_printf(out, "%s: %s\n", rules[i].allow ? "Allow" : "Disallow", rules[i].pattern);
+    if (rc == 0 && s->o.sitemaps)
+        rc = site_sitemap_robots(s, h, out);
     return rc;
 }
 
@@ -1775,6 +1780,8 @@ int site_body(const site *s, int h, const char *target, const site_res *r, cr_bu
         return cr_buf_printf(out, "%d: come back later\n", r->status);
     case SK_STATUS:
         return cr_buf_printf(out, "%d\n", r->status);
+    case SK_SITEMAP:
+        return site_sitemap_body(s, h, target, r, out);
     default:
         return 0; /* PNG and PDF come from payload.c */
     }

@@ -40,6 +40,9 @@ typedef struct site_opts {
     char crawl_delay[16];     /* Crawl-delay of b.test's robots.txt */
     uint64_t big_bytes;       /* /big/huge.html and /big/chunked.html */
     int bomb_mib;             /* decoded size of /big/bomb.html */
+    int sitemaps;             /* a.test serves sitemaps (tests/site/sitemaps.h); the
+                                 expected set assumes a crawler that reads them */
+    char sitemap_lastmod[40]; /* <lastmod> of / in /sitemap.xml ("": 2026-01-01) */
     /* the site over time (epoch.h): off while epoch < 0 */
     int epoch;                /* -1 = off */
     int change_pct;           /* share of pages changed per epoch, 0..100 */
@@ -89,7 +92,8 @@ typedef enum site_kind {
     SK_PDF,
     SK_FONT,         /* font/woff2 bytes (not a font a browser accepts) */
     SK_TEXT,         /* text/plain that contains markup with a link */
-    SK_ROBOTS        /* /robots.txt: 200 text, 404 or 500 by host */
+    SK_ROBOTS,       /* /robots.txt: 200 text, 404 or 500 by host */
+    SK_SITEMAP       /* a sitemap or a sitemap-only page (tests/site/sitemaps.h) */
 } site_kind;
 
 typedef struct site_res {

@@ -1,0 +1,499 @@
+/* tests/test_sitemap_crawl: `crawld run` with [sitemaps] against the test
+ * site's sitemap host (testsite --sitemaps, see tests/site/sitemaps.h).
+ *
+ * The site prints the exact set a correct crawl fetches; with --sitemaps
+ * that set also holds the sitemaps (the well-known /sitemap.xml, the index
+ * its robots.txt names, the index's gzip, plain and broken children) and
+ * the pages only they list. The request log shows what crawld fetched.
+ * Each test runs crawld in its own state folder. */
+#include <errno.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/buf.h"
+#include "crawler/web/url.h"
+#include "tests/support/proc.h"
+#include "tests/support/testsite.h"
+
+static testsite site;
+static char workdir[128];
+
+#define PAGES "20"
+#define HOSTS "3"
+#define MAX_DEPTH "4"
+
+static const char *const site_args[] = { "--pages", PAGES, "--hosts", HOSTS, "--no-specials",
+                                         "--sitemaps", NULL };
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(workdir, sizeof workdir, "/tmp/crawld-test-sitemap-XXXXXX");
+    if (mkdtemp(workdir) == NULL)
+        return -1;
+    return testsite_start(&site, site_args);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    testsite_stop(&site);
+    const char *argv[] = { "/bin/rm", "-rf", workdir, NULL };
+    proc_run(argv, NULL, 0, NULL, NULL);
+    return 0;
+}
+
+static char *state_dir(const char *name)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", workdir, name);
+    return path;
+}
+
+/* A config for the site on port p; sitemaps on or off. Returns its path. */
+static const char *write_config_on(int p, const char *name, bool sitemaps, bool warc)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s.toml", workdir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "[crawl]\nseeds = [\"http://a.test:%d/\"]\nmax_depth = %s\n"
+            "[sitemaps]\nenabled = %s\n"
+            "[archive]\nwarc = %s\n"
+            "[fetch]\nresolve = [\"a.test:%d:127.0.0.1\", \"b.test:%d:127.0.0.1\", "
+            "\"c.test:%d:127.0.0.1\"]\ntimeout_ms = 5000\nconnections = 8\n"
+            "[politeness]\ndelay_ms = 0\ndelay_factor = 0.0\nbackoff_ms = 50\n"
+            "[storage]\nstate_dir = \"%s\"\n[control]\nlisten = \"\"\n",
+            p, MAX_DEPTH, sitemaps ? "true" : "false", warc ? "true" : "false", p, p, p,
+            state_dir(name));
+    fclose(f);
+    return path;
+}
+
+static const char *write_config(const char *name, bool sitemaps, bool warc)
+{
+    return write_config_on(site.port, name, sitemaps, warc);
+}
+
+/* ---- sets of URLs ------------------------------------------------------ */
+
+typedef struct set {
+    char **v;
+    size_t n, cap;
+} set;
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void set_add(set *s, const char *u)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 256;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+        assert_non_null(s->v);
+    }
+    s->v[s->n++] = strdup(u);
+}
+
+static void set_sort_unique(set *s)
+{
+    if (s->n == 0)
+        return;
+    qsort(s->v, s->n, sizeof *s->v, cmp_str);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (k > 0 && strcmp(s->v[k - 1], s->v[i]) == 0) {
+            free(s->v[i]);
+            continue;
+        }
+        s->v[k++] = s->v[i];
+    }
+    s->n = k;
+}
+
+static bool set_has(const set *s, const char *u)
+{
+    return s->n > 0 && bsearch(&u, s->v, s->n, sizeof *s->v, cmp_str) != NULL;
+}
+
+static void set_free(set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* The site's exact answer for a crawl from a.test's root with the config's
+ * limits; with_sitemaps: by a crawler that reads sitemaps. */
+static void expected(set *out, bool with_sitemaps)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", site.port);
+    const char *args[] = { "--pages", PAGES, "--hosts", HOSTS, "--no-specials", "--port", port,
+                           "--print-expected", "host", "--max-depth", MAX_DEPTH,
+                           "--with-robots", "--fetch-requisites", "--requisite-depth", "3",
+                           with_sitemaps ? "--sitemaps" : NULL, NULL };
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(testsite_run(args, &text, &len), 0);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        set_add(out, line);
+    free(text);
+    set_sort_unique(out);
+    assert_true(out->n > 10);
+}
+
+static size_t log_lines(void)
+{
+    testsite_req *v;
+    size_t n;
+    assert_int_equal(testsite_log_read(&site, &v, &n), 0);
+    testsite_log_free(v, n);
+    return n;
+}
+
+/* The keys of what the log shows requested since line `from`; *dups: keys
+ * requested more than once. */
+static void fetched_since(size_t from, set *fetched, size_t *dups)
+{
+    testsite_req *v;
+    size_t n;
+    assert_int_equal(testsite_log_read(&site, &v, &n), 0);
+    url_canon *uc = url_canon_new(NULL);
+    assert_non_null(uc);
+    cr_buf key;
+    cr_buf_init(&key, 0);
+    size_t total = 0;
+    for (size_t i = from; i < n; i++) {
+        char raw[4096];
+        url_reject why;
+        snprintf(raw, sizeof raw, "http://%s:%d%s", v[i].host, site.port, v[i].target);
+        assert_int_equal(url_canon_resolve(uc, NULL, 0, raw, strlen(raw), &key, &why), 0);
+        set_add(fetched, key.data);
+        total++;
+    }
+    cr_buf_release(&key);
+    url_canon_free(uc);
+    set_sort_unique(fetched);
+    if (dups)
+        *dups = total - fetched->n;
+    testsite_log_free(v, n);
+}
+
+static void assert_same(const set *want, const set *got)
+{
+    int bad = 0;
+    for (size_t i = 0; i < want->n; i++)
+        if (!set_has(got, want->v[i]) && bad++ < 10)
+            print_error("expected but not fetched: %s\n", want->v[i]);
+    for (size_t i = 0; i < got->n; i++)
+        if (!set_has(want, got->v[i]) && bad++ < 20)
+            print_error("fetched but not expected: %s\n", got->v[i]);
+    if (bad)
+        fail_msg("%d differences between the expected and the fetched set", bad);
+}
+
+static char *url(const char *target)
+{
+    static char u[8][256];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(u[k], sizeof u[k], "http://a.test:%d%s", site.port, target);
+    return u[k];
+}
+
+/* crawld stats --json of a state, parsed. */
+static json_t *stats_json(const char *name)
+{
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    assert_int_equal(proc_crawld((const char *const[]){ "stats", "--state", state_dir(name),
+                                                        "--json", NULL },
+                                 NULL, &out, NULL),
+                     0);
+    json_error_t jerr;
+    json_t *j = json_loads(out.data, 0, &jerr);
+    if (j == NULL)
+        fail_msg("stats --json is not JSON: %s", out.data);
+    cr_buf_release(&out);
+    return j;
+}
+
+static long long sm_get(const json_t *j, const char *k)
+{
+    const json_t *v = json_object_get(json_object_get(j, "sitemaps"), k);
+    if (!json_is_integer(v))
+        fail_msg("stats has no sitemaps.%s", k);
+    return (long long)json_integer_value(v);
+}
+
+static void run_ok(const char *cfg, const char *const *sets, cr_buf *err)
+{
+    const char *argv[16] = { "run", "-c", cfg };
+    int n = 3;
+    for (int i = 0; sets && sets[i] && n < 14; i++) {
+        argv[n++] = "--set";
+        argv[n++] = sets[i];
+    }
+    argv[n] = NULL;
+    int rc = proc_crawld(argv, NULL, NULL, err);
+    if (rc != 0)
+        fail_msg("crawld run exited %d: %s", rc, err->data);
+    assert_non_null(strstr(err->data, "frontier drained"));
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+/* The pages only sitemaps list, and the sitemaps themselves, are exactly
+ * what a sitemap crawl adds to a link crawl. */
+static const char *const sitemap_only[] = {
+    "/sitemap.xml", "/sitemaps/index.xml", "/sitemaps/child.xml.gz", "/sitemaps/plain.xml",
+    "/sitemaps/broken.xml", "/sm/only/1.html", "/sm/only/2.html", "/sm/only/3.html",
+    "/sitemaps/only/1.html", "/sitemaps/only/2.html", "/sitemaps/only/3.html",
+};
+
+static void crawl_finds_exactly_the_sitemap_only_pages(void **state)
+{
+    (void)state;
+    size_t from = log_lines();
+    const char *cfg = write_config("on", true, true);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    run_ok(cfg, NULL, &err);
+    set with = { 0 }, without = { 0 }, got = { 0 };
+    expected(&with, true);
+    expected(&without, false);
+    size_t dups = 0;
+    fetched_since(from, &got, &dups);
+    assert_same(&with, &got);
+    assert_int_equal(dups, 0);
+    /* what sitemaps add: the files and the pages only they list, and
+     * nothing they list that the protocol refuses */
+    size_t added = 0;
+    for (size_t i = 0; i < with.n; i++)
+        added += !set_has(&without, with.v[i]);
+    assert_int_equal(added, sizeof sitemap_only / sizeof *sitemap_only);
+    for (size_t i = 0; i < sizeof sitemap_only / sizeof *sitemap_only; i++) {
+        if (!set_has(&got, url(sitemap_only[i])) || set_has(&without, url(sitemap_only[i])))
+            fail_msg("%s: not sitemap-only, or not fetched", sitemap_only[i]);
+    }
+    assert_false(set_has(&got, url("/sm/outside.html"))); /* outside /sitemaps/ */
+    assert_false(set_has(&got, url("/sm/only/7.html")));  /* a relative loc */
+
+    /* the figures: 5 sitemaps (4 urlsets, broken.xml one too, as its root
+     * says; 1 index), one gzip */
+    json_t *j = stats_json("on");
+    assert_int_equal(sm_get(j, "queued"), 5);
+    assert_int_equal(sm_get(j, "fetched"), 5);
+    assert_int_equal(sm_get(j, "urlsets"), 4);
+    assert_int_equal(sm_get(j, "indexes"), 1);
+    assert_int_equal(sm_get(j, "gzip"), 1);
+    assert_int_equal(sm_get(j, "parse_errors"), 1);
+    assert_int_equal(sm_get(j, "urls_listed"), 11);
+    assert_int_equal(sm_get(j, "urls_new"), 6);
+    assert_int_equal(sm_get(j, "urls_admitted"), 7);
+    assert_int_equal(sm_get(j, "children_listed"), 4);
+    /* b.test's page and child, the https page, /sm/outside.html */
+    assert_int_equal(sm_get(j, "rejected_scope"), 4);
+    assert_int_equal(sm_get(j, "invalid"), 1);
+    assert_int_equal(sm_get(j, "dropped_by_limits"), 0);
+    json_decref(j);
+    /* the summary says it; the broken sitemap is named with line:col */
+    assert_non_null(strstr(err.data, "  sitemaps: 5 queued, 5 fetched (4 urlsets, 1 indexes, 1 gzip)"));
+    char want[256];
+    snprintf(want, sizeof want, "crawld: sitemap %s: 3:", url("/sitemaps/broken.xml"));
+    if (strstr(err.data, want) == NULL)
+        fail_msg("no parse error line \"%s\" in:\n%s", want, err.data);
+
+    /* the report has the sitemaps card, with the same figures */
+    char rpath[300];
+    snprintf(rpath, sizeof rpath, "%s/report.html", workdir);
+    assert_int_equal(proc_crawld((const char *const[]){ "report", "--state", state_dir("on"), "-o",
+                                                        rpath, NULL },
+                                 NULL, NULL, NULL),
+                     0);
+    cr_buf html;
+    cr_buf_init(&html, 0);
+    FILE *rf = fopen(rpath, "r");
+    assert_non_null(rf);
+    char chunk[4096];
+    size_t got_n;
+    while ((got_n = fread(chunk, 1, sizeof chunk, rf)) > 0)
+        assert_int_equal(cr_buf_append(&html, chunk, got_n), 0);
+    fclose(rf);
+    assert_non_null(strstr(html.data, "id=\"sitemaps\""));
+    assert_non_null(strstr(html.data, "data-key=\"urls_new\" data-value=\"6\""));
+    assert_non_null(strstr(html.data, "data-key=\"rejected_scope\" data-value=\"4\""));
+    cr_buf_release(&html);
+
+    /* archived like any fetch: the gzip child's response record */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "zcat %s/warc/*.warc.gz | grep -c '^WARC-Target-URI: %s'",
+             state_dir("on"), url("/sitemaps/child.xml.gz"));
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+    assert_int_equal(proc_run(argv, NULL, 0, &out, NULL), 0);
+    assert_true(strtol(out.data, NULL, 10) >= 1);
+    cr_buf_release(&out);
+
+    /* a second run on the same state fetches nothing again: no sitemap,
+     * and no page, though / is listed with a <lastmod> (2026-01-01) that
+     * is older than its fetch */
+    from = log_lines();
+    cr_buf_clear(&err);
+    run_ok(cfg, NULL, &err);
+    set again = { 0 };
+    fetched_since(from, &again, NULL);
+    for (size_t i = 0; i < again.n; i++)
+        print_error("fetched again: %s\n", again.v[i]);
+    assert_int_equal(again.n, 0);
+    set_free(&again);
+    set_free(&with);
+    set_free(&without);
+    set_free(&got);
+    cr_buf_release(&err);
+}
+
+/* Off (the default): the crawl is the link crawl, not one sitemap request. */
+static void off_by_default_fetches_no_sitemap(void **state)
+{
+    (void)state;
+    size_t from = log_lines();
+    const char *cfg = write_config("off", false, false);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    run_ok(cfg, NULL, &err);
+    set want = { 0 }, got = { 0 };
+    expected(&want, false);
+    fetched_since(from, &got, NULL);
+    assert_same(&want, &got);
+    for (size_t i = 0; i < got.n; i++)
+        assert_null(strstr(got.v[i], "sitemap"));
+    json_t *j = stats_json("off");
+    assert_null(json_object_get(j, "sitemaps"));
+    json_decref(j);
+    assert_null(strstr(err.data, "  sitemaps: "));
+    set_free(&want);
+    set_free(&got);
+    cr_buf_release(&err);
+}
+
+/* Limits drop what they must and count it: max_urls per file and
+ * max_index_depth 0 in one run, max_per_host in another. */
+static void limits_are_enforced_and_counted(void **state)
+{
+    (void)state;
+    size_t from = log_lines();
+    const char *cfg = write_config("limits", true, false);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    run_ok(cfg, (const char *const[]){ "sitemaps.max_urls=2", "sitemaps.max_index_depth=0", NULL },
+           &err);
+    set got = { 0 };
+    fetched_since(from, &got, NULL);
+    /* /sitemap.xml's first two entries are / and /sm/only/1.html */
+    assert_true(set_has(&got, url("/sm/only/1.html")));
+    assert_false(set_has(&got, url("/sm/only/2.html")));
+    assert_false(set_has(&got, url("/sm/only/3.html")));
+    assert_true(set_has(&got, url("/sitemaps/index.xml")));
+    assert_false(set_has(&got, url("/sitemaps/child.xml.gz")));
+    assert_false(set_has(&got, url("/sitemaps/plain.xml")));
+    /* 5 of /sitemap.xml's 7 entries and 2 of the index's 4 children are
+     * past max_urls; the 2 children left are past max_index_depth */
+    json_t *j = stats_json("limits");
+    assert_int_equal(sm_get(j, "dropped_urls"), 7);
+    assert_int_equal(sm_get(j, "dropped_depth"), 2);
+    assert_int_equal(sm_get(j, "dropped_by_limits"), 9);
+    assert_int_equal(sm_get(j, "queued"), 2);
+    json_decref(j);
+    assert_non_null(strstr(err.data, "dropped by limits: 7 past max_urls"));
+    set_free(&got);
+
+    from = log_lines();
+    cfg = write_config("per-host", true, false);
+    cr_buf_clear(&err);
+    run_ok(cfg, (const char *const[]){ "sitemaps.max_per_host=3", NULL }, &err);
+    fetched_since(from, &got, NULL);
+    j = stats_json("per-host");
+    assert_int_equal(sm_get(j, "queued"), 3);
+    assert_int_equal(sm_get(j, "dropped_host"), 2);
+    json_decref(j);
+    size_t sitemaps = 0;
+    for (size_t i = 0; i < sizeof sitemap_only / sizeof *sitemap_only; i++)
+        sitemaps += strstr(sitemap_only[i], ".xml") != NULL && set_has(&got, url(sitemap_only[i]));
+    assert_int_equal(sitemaps, 3);
+    set_free(&got);
+    cr_buf_release(&err);
+}
+
+/* A <lastmod> later than a known page's stored fetch makes it due now:
+ * on a site whose /sitemap.xml gives / the lastmod 2999-01-01, / (fetched
+ * first, as the seed) is due after the crawl and the next run fetches it
+ * again (the re-crawl promotes it); nothing else is fetched again. */
+static void later_lastmod_makes_a_known_page_due(void **state)
+{
+    (void)state;
+    testsite s2;
+    const char *args[] = { "--pages", PAGES, "--hosts", HOSTS, "--no-specials", "--sitemaps",
+                           "--sitemap-lastmod", "2999-01-01T00:00:00Z", NULL };
+    assert_int_equal(testsite_start(&s2, args), 0);
+    const char *cfg = write_config_on(s2.port, "lastmod", true, false);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    run_ok(cfg, NULL, &err);
+    json_t *j = stats_json("lastmod");
+    assert_int_equal(sm_get(j, "lastmod_known"), 1); /* / is the only known page listed */
+    json_decref(j);
+    testsite_req *v;
+    size_t before, n;
+    assert_int_equal(testsite_log_read(&s2, &v, &before), 0);
+    testsite_log_free(v, before);
+    cr_buf_clear(&err);
+    run_ok(cfg, NULL, &err);
+    assert_int_equal(testsite_log_read(&s2, &v, &n), 0);
+    size_t pages = 0, root = 0;
+    for (size_t i = before; i < n; i++) {
+        if (strcmp(v[i].target, "/robots.txt") == 0)
+            continue;
+        pages++;
+        root += strcmp(v[i].target, "/") == 0;
+        if (strcmp(v[i].target, "/") != 0)
+            print_error("fetched again: %s\n", v[i].target);
+    }
+    testsite_log_free(v, n);
+    assert_int_equal(root, 1);
+    assert_int_equal(pages, 1);
+    j = stats_json("lastmod");
+    json_t *rc = json_object_get(j, "recrawl");
+    assert_int_equal(json_integer_value(json_object_get(rc, "promoted")), 1);
+    json_decref(j);
+    assert_int_equal(testsite_stop(&s2), 0);
+    cr_buf_release(&err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(crawl_finds_exactly_the_sitemap_only_pages),
+        cmocka_unit_test(off_by_default_fetches_no_sitemap),
+        cmocka_unit_test(limits_are_enforced_and_counted),
+        cmocka_unit_test(later_lastmod_makes_a_known_page_due),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
