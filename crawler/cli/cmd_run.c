@@ -272,12 +272,15 @@ int cmd_run(int argc, char **argv)
     ctl = NULL;
     int finish_rc = crawl_finish(r.c);
     crawl_summary(r.c, r.info);
+    /* The signal thread calls into the crawl: it ends before the crawl is
+     * freed (a signal during the close stays blocked; the close is the
+     * final flush and a stop could not shorten it). */
+    pthread_kill(r.sig_thread, SIGUSR1);
+    pthread_join(r.sig_thread, NULL);
     int close_rc = crawl_close(r.c);
     if (finish_rc < 0)
         close_rc = finish_rc;
     r.c = NULL;
-    pthread_kill(r.sig_thread, SIGUSR1);
-    pthread_join(r.sig_thread, NULL);
     rc = run_rc == 0 && close_rc == 0 ? 0 : 1;
     if (rc == 0 && cfg.archive.wacz && !cfg.archive.warc)
         fprintf(stderr, "crawld run: archive.wacz needs archive.warc = true: no package written\n");
