@@ -68,6 +68,7 @@ static void give_reader(verifier *v, db_reader *rd)
  * first (the key's Bloom bits), then the caller's callback. */
 typedef struct acked {
     seen_ack_fn ack;
+    int64_t linked;
     void *ack_arg;
     db_done_fn on_new;
     void *ud;
@@ -76,30 +77,31 @@ typedef struct acked {
 static void on_committed(void *ud, const db_result *r)
 {
     acked *a = ud;
-    a->ack(a->ack_arg, r->url, r->url_len, r->status);
+    a->ack(a->ack_arg, r->url, r->url_len, a->linked, r->status);
     if (a->on_new)
         a->on_new(a->ud, r);
     cr_free(a);
 }
 
-static int record_new(void *ctx, const char *key, size_t len, void *row, seen_ack_fn ack,
-                      void *ack_arg)
+static int record_new(void *ctx, const char *key, size_t len, int64_t linked, void *row,
+                      seen_ack_fn ack, void *ack_arg)
 {
     verifier *v = ctx;
     verifier_row *r = row;
     acked *a = cr_malloc(sizeof *a);
     if (a == NULL)
         return -ENOMEM;
-    *a = (acked){ ack, ack_arg, r->on_new, r->ud };
+    *a = (acked){ ack, linked, ack_arg, r->on_new, r->ud };
     r->u.url = key;
     r->u.url_len = len;
+    r->u.linked_s = linked;
     int rc = db_insert_url(v->d, &r->u, on_committed, a);
     if (rc < 0)
         cr_free(a);
     return rc;
 }
 
-static int check_insert(void *ctx, const char *key, size_t len, void *row)
+static int check_insert(void *ctx, const char *key, size_t len, int64_t linked, void *row)
 {
     verifier *v = ctx;
     db_reader *rd = take_reader(v);
@@ -112,12 +114,19 @@ static int check_insert(void *ctx, const char *key, size_t len, void *row)
     verifier_row *r = row;
     r->u.url = key;
     r->u.url_len = len;
+    r->u.linked_s = linked;
     return db_insert_url_wait(v->d, &r->u, &r->id);
+}
+
+static int refresh(void *ctx, const char *key, size_t len, int64_t linked)
+{
+    verifier *v = ctx;
+    return db_touch_linked(v->d, key, len, linked);
 }
 
 seen_verifier verifier_iface(verifier *v)
 {
-    seen_verifier s = { v, record_new, check_insert };
+    seen_verifier s = { v, record_new, check_insert, refresh };
     return s;
 }
 
