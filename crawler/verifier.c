@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 
 #define POOL_MAX 64
 
@@ -155,22 +156,24 @@ int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen
         return rc;
     }
     owner_of(d, owner);
-    return bloom_save(seen_bloom(s), path, (uint64_t)mark, owner, err, errlen);
+    return gens_save(seen_gens(s), path, (uint64_t)mark, owner, err, errlen);
 }
 
-static int add_known(void *ud, int64_t id, const char *url, size_t len)
+static int add_known(void *ud, int64_t id, const char *url, size_t len, int64_t linked)
 {
     (void)id;
-    seen_add_known(ud, url, len);
+    seen_add_known_at(ud, url, len, linked);
     return 0;
 }
 
-static int64_t catch_up(seen *s, db *d, uint64_t mark, char *err, size_t errlen)
+/* The rows after the mark, and with a ring the rows stamped in or after
+ * its newest window (refreshed after the snapshot was taken). */
+static int64_t catch_up(seen *s, db *d, uint64_t mark, int64_t since, char *err, size_t errlen)
 {
     db_reader *rd = db_reader_open(d, err, errlen);
     if (rd == NULL)
         return -EIO;
-    int64_t n = db_reader_scan_after(rd, (int64_t)mark, add_known, s);
+    int64_t n = db_reader_scan_linked(rd, (int64_t)mark, since, add_known, s);
     db_reader_free(rd);
     if (n < 0)
         snprintf(err, errlen, "cannot read the rows of %s", db_path(d));
@@ -229,15 +232,18 @@ int verifier_check_state(const char *state_dir, const char *snap_name, const cha
     return 0;
 }
 
-/* The snapshot at path if it belongs to d: *mark set. NULL (with a line on
- * log saying why, unless there is no snapshot) when it does not. */
-static bloom *load_owned(db *d, const char *path, uint64_t *mark, FILE *log, const char *who)
+/* The snapshot at path if it belongs to d and was built for bp and go: *mark
+ * set. NULL (with a line on log saying why, unless there is no snapshot)
+ * when it does not. */
+static gens *load_owned(db *d, const char *path, const bloom_params *bp, const gens_opts *go,
+                        uint64_t *mark, FILE *log, const char *who)
 {
-    bloom *bf = NULL;
+    bloom_ring ring;
+    gens *g = NULL;
     uint8_t owner[BLOOM_OWNER_BYTES], want[BLOOM_OWNER_BYTES];
     char msg[512];
     int64_t top = 0;
-    int rc = bloom_load(path, &bf, mark, owner, msg, sizeof msg);
+    int rc = bloom_load_ring(path, &ring, mark, owner, msg, sizeof msg);
     if (rc == -ENOENT)
         return NULL;
     if (rc < 0) {
@@ -260,22 +266,42 @@ static bloom *load_owned(db *d, const char *path, uint64_t *mark, FILE *log, con
             fprintf(log, "%s: Bloom snapshot refused (%s covers rows up to %llu but %s holds %lld:"
                          " it is newer than the database); rebuilding it from the database\n",
                     who, path, (unsigned long long)*mark, db_path(d), (long long)top);
-    } else {
-        return bf;
+    } else if (ring.retention_s == 0 && go->retention_s == 0 && ring.n == 1) {
+        /* a plain filter keeps its own parameters, as it always did */
+        g = gens_wrap(ring.gens[0]);
+        if (g != NULL)
+            return g;
+    } else if (gens_adopt(&ring, bp, go, &g, msg, sizeof msg) == 0) {
+        return g;
+    } else if (log) {
+        fprintf(log, "%s: Bloom snapshot refused (%s: %s); rebuilding it from the database\n",
+                who, path, msg);
     }
-    bloom_free(bf);
+    for (unsigned i = 0; i < ring.n; i++)
+        bloom_free(ring.gens[i]);
     return NULL;
 }
 
 seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_params *bp,
-                         const seen_opts *so, FILE *log, const char *who, char *err,
-                         size_t errlen)
+                         const gens_opts *go, const seen_opts *so, FILE *log, const char *who,
+                         char *err, size_t errlen)
 {
     uint64_t mark = 0;
-    bloom *bf = d && snap_path ? load_owned(d, snap_path, &mark, log, who) : NULL;
-    if (bf == NULL) {
+    int64_t since = INT64_MAX;
+    int64_t now = cr_wall_ms() / 1000;
+    gens_opts none = { 0, 0 };
+    if (go == NULL)
+        go = &none;
+    if (gens_opts_check(go, err, errlen) != 0)
+        return NULL;
+    gens *g = d && snap_path ? load_owned(d, snap_path, bp, go, &mark, log, who) : NULL;
+    if (g != NULL && gens_rotating(g))
+        since = gens_stamp(g, now); /* rows refreshed into its newest window since */
+    if (g == NULL) {
         mark = 0;
-        if (bloom_new(bp, &bf) < 0) {
+        /* rebuilt: the rows' stamps older than now go into the first window,
+         * forgotten with it unless linked again */
+        if (gens_new(bp, go, now, &g) < 0) {
             snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
             return NULL;
         }
@@ -283,15 +309,15 @@ seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_
     seen_verifier iface;
     if (v)
         iface = verifier_iface(v);
-    seen *s = seen_new(bf, so, v ? &iface : NULL);
+    seen *s = seen_new_gens(g, so, v ? &iface : NULL);
     if (s == NULL) {
-        bloom_free(bf);
+        gens_free(g);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     if (d == NULL)
         return s;
-    int64_t n = catch_up(s, d, mark, err, errlen);
+    int64_t n = catch_up(s, d, mark, since, err, errlen);
     if (n < 0) {
         seen_free(s);
         return NULL;

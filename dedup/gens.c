@@ -29,7 +29,8 @@ struct gens {
     bloom_params p;        /* each generation's */
     unsigned n;
     struct gen gen[BLOOM_MAX_GENS];
-    bloom *ghost;          /* the last dropped generation, or NULL */
+    bloom *ghost[GENS_MAX]; /* the last dropped generations, oldest first */
+    unsigned nghost;
     _Atomic uint64_t rotations, dropped, dropped_keys;
 };
 
@@ -164,7 +165,8 @@ void gens_free(gens *g)
         return;
     for (unsigned i = 0; i < g->n; i++)
         bloom_free(g->gen[i].bf);
-    bloom_free(g->ghost);
+    for (unsigned i = 0; i < g->nghost; i++)
+        bloom_free(g->ghost[i]);
     pthread_rwlock_destroy(&g->lock);
     cr_free(g);
 }
@@ -182,7 +184,9 @@ int gens_was_dropped(gens *g, hash_fp fp)
     if (!g->rotating)
         return 0;
     rd_lock(g);
-    int r = g->ghost != NULL && bloom_query_fp(g->ghost, fp);
+    int r = 0;
+    for (unsigned i = 0; i < g->nghost && !r; i++)
+        r = bloom_query_fp(g->ghost[i], fp);
     rd_unlock(g);
     return r;
 }
@@ -277,6 +281,16 @@ static unsigned expired(const gens *g, int64_t now)
     return k;
 }
 
+int64_t gens_cutoff(gens *g)
+{
+    if (!g->rotating)
+        return INT64_MIN;
+    rd_lock(g);
+    int64_t c = g->gen[0].start;
+    rd_unlock(g);
+    return c;
+}
+
 int64_t gens_next_cutoff(gens *g, int64_t now)
 {
     if (!g->rotating)
@@ -300,8 +314,12 @@ unsigned gens_drop(gens *g, int64_t now, int64_t *cutoff)
         bloom_stats st;
         bloom_stats_get(g->gen[i].bf, &st);
         atomic_fetch_add(&g->dropped_keys, st.count);
-        bloom_free(g->ghost);
-        g->ghost = g->gen[i].bf;
+        if (g->nghost == g->o.generations) { /* the oldest ghost goes for good */
+            bloom_free(g->ghost[0]);
+            memmove(g->ghost, g->ghost + 1, (g->nghost - 1) * sizeof g->ghost[0]);
+            g->nghost--;
+        }
+        g->ghost[g->nghost++] = g->gen[i].bf;
     }
     memmove(g->gen, g->gen + k, (g->n - k) * sizeof g->gen[0]);
     g->n -= k;
@@ -330,10 +348,10 @@ void gens_stats_get(gens *g, gens_stats *out)
         out->memory_bytes += st.memory_bytes;
         pass *= 1.0 - st.fpr_model;
     }
-    if (g->ghost != NULL) {
+    for (unsigned i = 0; i < g->nghost; i++) {
         bloom_stats st;
-        bloom_stats_get(g->ghost, &st);
-        out->ghost_bytes = st.memory_bytes;
+        bloom_stats_get(g->ghost[i], &st);
+        out->ghost_bytes += st.memory_bytes;
     }
     rd_unlock(g);
     out->fpr_model = 1.0 - pass;

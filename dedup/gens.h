@@ -92,11 +92,15 @@ int64_t gens_window_s(const gens *g);
 /* Starts a new window if the newest one ended by now: 1 started, 0 not
  * yet (or no retention), -ENOMEM (the newest keeps taking keys; retry). */
 int gens_push(gens *g, int64_t now);
-/* 1 if the generation dropped last (kept only for this question) holds
- * the key: a new key that was forgotten, found again. An estimate: it
- * recognises keys forgotten within one window, wrongly at fp_rate. */
+/* 1 if one of the last `generations` dropped generations (kept only for
+ * this question) holds the key: a new key that was forgotten, found again.
+ * An estimate: it recognises keys forgotten within the last retention_s,
+ * wrongly at about fp_rate; the ghosts cost as much memory as the ring
+ * (gens_stats.ghost_bytes) and are not in snapshots. */
 int gens_was_dropped(gens *g, hash_fp fp);
 
+/* The oldest live window's start (INT64_MIN with no retention). */
+int64_t gens_cutoff(gens *g);
 /* The cutoff gens_drop(now) would leave: the start of the oldest window
  * that stays live (INT64_MIN with no retention). */
 int64_t gens_next_cutoff(gens *g, int64_t now);
@@ -124,7 +128,7 @@ typedef struct gens_stats {
     uint64_t dropped_keys;   /* keys they held */
     double fpr_model;        /* 1 - prod(1 - fpr_model) over live generations */
     uint64_t memory_bytes;   /* live generations' bits */
-    uint64_t ghost_bytes;    /* the last dropped generation's (gens_was_dropped) */
+    uint64_t ghost_bytes;    /* the dropped generations kept for gens_was_dropped */
     uint64_t keys;
     gens_gen_info gen[BLOOM_MAX_GENS];
 } gens_stats;
