@@ -146,6 +146,19 @@ static const option options[] = {
     BOOL(archive, revisits, "true", "write revisit records for payloads already archived"),
     BOOL(archive, wacz, "false", "at the end of a crawl, package its WARC files as a WACZ (state_dir/wacz/PREFIX-TIMESTAMP.wacz, a new file each run)"),
 
+    INT(recrawl, after_s, 0, 315360000, "0",
+        "a page fetched is due again after this long (seconds; 0: one pass, nothing is revisited);"
+        " `crawld run` on the state then fetches what is due, with If-None-Match/If-Modified-Since"),
+    INT(recrawl, min_s, 1, 315360000, "60", "shortest interval the adaptive schedule may choose"),
+    INT(recrawl, max_s, 1, 315360000, "2592000", "longest interval the adaptive schedule may choose"),
+    BOOL(recrawl, adaptive, "false",
+         "a page found changed comes back after half its last interval, an unchanged one after"
+         " twice it, within [min_s, max_s]"),
+    LIST(recrawl, rules, "[]",
+         "\"PATTERN=SECONDS\" entries overriding after_s for matching URLs, first match wins;"
+         " PATTERN globs ('*') the path and query, or the whole URL when it has \"://\""
+         " (e.g. \"/news/*=3600\")"),
+
     STR(control, listen, "\"unix\"", "control API: \"unix\" (a socket in state_dir), \"unix:PATH\", ADDRESS:PORT (TCP), or \"\" for none"),
     STR(control, token, "\"\"", "bearer token; required when listen is a TCP address other than loopback"),
     INT(control, max_body_bytes, 1024, 1e9, "1048576", "request body cap"),
@@ -155,6 +168,24 @@ static const option options[] = {
     INT(control, max_per_address, 1, 4096, "16", "connections from one client address, waiting and (TCP) served; the oldest waiting one makes room"),
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
+
+int config_recrawl_rule(const char *rule, size_t *pattern_len, int64_t *seconds)
+{
+    const char *eq = rule ? strrchr(rule, '=') : NULL;
+    if (eq == NULL || eq == rule || eq[1] == '\0')
+        return -EINVAL;
+    int64_t x = 0;
+    for (const char *p = eq + 1; *p; p++) {
+        if (*p < '0' || *p > '9' || x > 315360000)
+            return -EINVAL;
+        x = x * 10 + (*p - '0');
+    }
+    if (x < 1 || x > 315360000)
+        return -EINVAL;
+    *pattern_len = (size_t)(eq - rule);
+    *seconds = x;
+    return 0;
+}
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -390,6 +421,15 @@ static int check_value(crawl_config *c, const option *o, const toml_value *v, bo
             int rc = check_string(e, what, name, err);
             if (rc < 0)
                 return rc;
+            size_t pl;
+            int64_t secs;
+            if (o->off == F(recrawl, rules) &&
+                config_recrawl_rule(toml_string(e, NULL), &pl, &secs) < 0) {
+                toml_pos(e, &line, &col);
+                return fail(err, name, line, col,
+                            "%s[%zu] = \"%.60s\" is not PATTERN=SECONDS (SECONDS 1..315360000)",
+                            what, i, toml_string(e, NULL));
+            }
         }
         if (!apply)
             return 0;
@@ -449,6 +489,10 @@ static int walk(crawl_config *c, const toml_value *root, bool apply, const char 
             if (rc < 0)
                 return rc;
         }
+        if (apply && strcmp(sec, "recrawl") == 0 && c->recrawl.max_s > 0 && /* 0: config_init */
+            c->recrawl.min_s > c->recrawl.max_s)
+            return fail(err, name, line, col, "recrawl.min_s (%lld) is above recrawl.max_s (%lld)",
+                        (long long)c->recrawl.min_s, (long long)c->recrawl.max_s);
     }
     return 0;
 }

@@ -111,6 +111,12 @@ typedef struct crawl_config {
         bool wacz;
     } archive;
     struct {
+        int64_t after_s;           /* 0: one pass, nothing is revisited */
+        int64_t min_s, max_s;      /* adaptive intervals stay in [min_s, max_s] */
+        bool adaptive;
+        str_list rules;            /* "PATTERN=SECONDS" (config_recrawl_rule) */
+    } recrawl;
+    struct {
         char *listen;
         char *token;
         int64_t max_body_bytes;
@@ -150,6 +156,13 @@ int config_write(const crawl_config *c, FILE *f, bool docs);
  * asserts they agree); scope's max_url_length gets the same value. */
 #define CONFIG_URL_BYTES_MIN 64
 #define CONFIG_URL_BYTES_MAX 65536
+
+/* One recrawl.rules entry, "PATTERN=SECONDS": PATTERN (up to the last
+ * '=') is a glob ('*' any run of bytes) over the URL's path and query, or
+ * over the whole URL when it holds "://"; SECONDS the interval (1..
+ * 315360000) that replaces after_s for the URLs it matches. 0 with
+ * *pattern_len and *seconds, or -EINVAL. OUT: pattern_len, seconds */
+int config_recrawl_rule(const char *rule, size_t *pattern_len, int64_t *seconds);
 
 /* The name of a crawl.scope value ("host", ...), or "?". */
 const char *config_scope_name(int scope);

@@ -67,6 +67,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/buf.h"
 #include "common/clock.h"
 #include "crawler/web/css.h"
@@ -160,6 +161,8 @@ struct crawl {
     atomic_uint_fast64_t req_found, req_new, req_past_depth, css_sheets, css_refs, css_imports,
         css_dropped, css_truncated;
     sampler *smp;               /* the scheduler's: figures over time */
+    recrawl *rc;                /* the re-crawl: history, due rows (recrawl.h) */
+    int64_t run_start_ms;       /* wall clock: a one-pass run fetches a row once */
 };
 
 /* A fetch in progress: owned by the hooks from submit to on_done. */
@@ -182,6 +185,7 @@ struct fjob {
     cr_buf css_body;
     char ip[64];
     int64_t links_tested, links_new; /* this page's links that met the seen test */
+    recrawl_job *rj;            /* what an earlier fetch left (NULL: none asked) */
 };
 
 static int64_t mono_ms(void)
@@ -381,6 +385,7 @@ static int hook_response(void *ctx, const fetch_job *job, const fetch_response *
         cr_buf_append(&j->headers, r->headers, r->headers_len);
         cr_buf_append(&j->request, r->request, r->request_len);
     }
+    recrawl_note_headers(j->rj, r->headers, r->headers_len);
     if (!j->fj.is_robots && r->status == 200 && is_html(r->content_type)) {
         tctx *t = my_ctx(c);
         links_parser *lp = NULL;
@@ -521,7 +526,7 @@ static int hook_raw(void *ctx, const fetch_job *job, const char *p, size_t n)
 {
     (void)ctx;
     fjob *j = job->user;
-    if (j->c->w)
+    if (j->c->w || j->rj) /* the archive, or the re-crawl's payload digest */
         cr_buf_append(&j->raw, p, n);
     return 0;
 }
@@ -536,12 +541,17 @@ static void fjob_free(fjob *j)
     cr_buf_release(&j->headers);
     cr_buf_release(&j->request);
     cr_buf_release(&j->css_body);
+    recrawl_job_free(j->rj);
     cr_free(j);
 }
 
 static int submit(crawl *c, fjob *j, long timeout_ms)
 {
     fetch_job fj = { .id = (uint64_t)j->fj.id, .url = j->url, .hops = (unsigned)j->hops, .user = j };
+    if (j->rj && j->rj->revisit && j->rj->prior.http_status != 0) {
+        fj.if_none_match = j->rj->prior.etag;
+        fj.if_modified_since = j->rj->prior.last_modified;
+    }
     return fetcher_submit(c->f, &fj, timeout_ms);
 }
 
@@ -565,18 +575,27 @@ static int error_kind(fetch_error e)
     }
 }
 
-static void archive(crawl *c, fjob *j, const fetch_result *r)
+/* Archives the fetch; true with *out filled when a record was written. A
+ * re-fetch names the stored original: a 304 becomes a server-not-modified
+ * revisit, the same payload an identical-payload-digest one. */
+static bool archive(crawl *c, fjob *j, const fetch_result *r, warc_result *out)
 {
     if (c->w == NULL || j->status <= 0 || j->headers.len == 0)
-        return;
+        return false;
     warc_fetch wf = { .uri = j->url, .ip = j->ip, .date_ms = r->start_unix_ms,
                       .request = j->request.data, .request_len = j->request.len,
                       .headers = j->headers.data, .headers_len = j->headers.len,
                       .payload = j->raw.data ? j->raw.data : "", .payload_len = j->raw.len,
                       .status = j->status, .mime = j->ctype, .truncated = r->truncated };
-    int rc = warc_write_fetch(c->w, &wf, NULL);
+    warc_prior prior;
+    if (recrawl_warc_prior(j->rj, j->url, &prior)) {
+        wf.prior = &prior;
+        wf.not_modified = j->status == 304;
+    }
+    int rc = warc_write_fetch(c->w, &wf, out);
     if (rc < 0 && c->log)
         fprintf(c->log, "crawld: WARC write failed for %s: %s\n", j->url, strerror(-rc));
+    return rc == 0;
 }
 
 static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
@@ -643,6 +662,8 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         atomic_fetch_add_explicit(&c->links, j->links, memory_order_relaxed);
     }
     bool answered = j->status > 0 && error_kind(r->error) == FRONTIER_ERR_NONE;
+    warc_result wr;
+    bool archived = false;
     if (r->error == FETCH_ERR_ABORTED || r->error == FETCH_ERR_CANCELLED) {
         frontier_return(c->fr, &j->fj);
         fjob_free(j);
@@ -653,7 +674,7 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         bump(&c->pages);
         if (j->fj.is_robots)
             bump(&c->robots_fetched);
-        else if (j->status >= 300 && j->status < 400)
+        else if (j->status >= 300 && j->status < 400 && j->status != 304)
             bump(&c->redirect_answers);
         else if (j->fj.kind == DB_KIND_REQUISITE)
             bump(&c->requisite_answers);
@@ -662,7 +683,7 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         atomic_fetch_add_explicit(&c->bytes, r->raw_bytes, memory_order_relaxed);
         if (r->truncated)
             bump(&c->truncated);
-        archive(c, j, r);
+        archived = archive(c, j, r, &wr);
         if (j->css)
             scan_stylesheet(c, j, r->truncated);
     } else {
@@ -708,6 +729,13 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
                            .retry_after_s = j->retry_after_s, .bytes = (int64_t)r->decoded_bytes,
                            .content_type = j->ctype, .links = j->links_tested,
                            .links_new = j->links_new };
+    /* the row's fetch history before its outcome (see db_record_history) */
+    recrawl_fetch rf = { .id = j->fj.id, .url = j->url, .url_len = j->url_len,
+                         .host = j->fj.host, .status = j->status, .answered = answered,
+                         .truncated = r->truncated, .w = archived ? &wr : NULL,
+                         .payload = j->raw.data, .payload_len = j->raw.len,
+                         .now_ms = cr_wall_ms() };
+    recrawl_done(c->rc, j->rj, &rf);
     frontier_done(c->fr, &j->fj, &o, mono_ms_ceil());
     fjob_free(j);
     /* no nudge: hook_room comes next on this thread and refills the slot */
@@ -739,6 +767,7 @@ static int dispatch(crawl *c, int64_t *wake)
     /* a redirect target's hops are stored with its row, so max_redirects
      * holds across a restart */
     j->hops = fj.kind == DB_KIND_REDIRECT ? verifier_row_hops(c->ver, fj.id) : 0;
+    j->rj = recrawl_prepare(c->rc, fj.id);
     cr_buf_init(&j->body, 0);
     cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
     cr_buf_init(&j->headers, 0);
@@ -905,6 +934,10 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     wire_frontier_opts(cfg, &fo);
     c->fr = frontier_new(&fo, c->d, err, errlen);
     if (c->fr == NULL)
+        goto fail;
+    c->run_start_ms = cr_wall_ms();
+    c->rc = recrawl_new(c->d, cfg, err, errlen);
+    if (c->rc == NULL)
         goto fail;
     c->smp = sampler_new(c->d, cfg);
     if (c->smp == NULL) {
@@ -1153,6 +1186,7 @@ int crawl_run(crawl *c)
     int drained_checks = 0;
     uint64_t drained_mark = 0; /* jobs submitted when drained was last seen */
     int64_t next_stats = mono_ms();
+    int64_t next_due = 0; /* the next look for due rows (recrawl_promote) */
     for (;;) {
         pthread_mutex_lock(&c->lock);
         int stop = c->stop_level;
@@ -1175,6 +1209,20 @@ int crawl_run(crawl *c)
         if (c->cfg->dedup.snapshot_interval_s > 0 && now >= next_snap && !stalled) {
             snapshot(c);
             next_snap = now + c->cfg->dedup.snapshot_interval_s * 1000;
+        }
+        if (now >= next_due && !stalled) {
+            /* due rows in due order; a one-pass run only those fetched before it */
+            int64_t got;
+            do
+                got = recrawl_promote(c->rc, c->fr, cr_wall_ms(),
+                                      c->cfg->crawl.daemon ? 0 : c->run_start_ms, 10000);
+            while (got == 10000);
+            if (got < 0 && c->log)
+                fprintf(c->log, "crawld: could not queue the due URLs (%s); trying again\n",
+                        strerror((int)-got));
+            if (got > 0)
+                drained_checks = 0;
+            next_due = now + 1000;
         }
         uint_fast64_t nudged = atomic_load(&c->nudges);
         int64_t wake = -1;
@@ -1290,6 +1338,7 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     st->in_flight = st->frontier.in_flight;
     st->paused = st->frontier.paused;
     db_get_stats(c->d, &st->db);
+    recrawl_stats_get(c->rc, &st->recrawl);
     st->req.found = atomic_load(&c->req_found);
     st->req.new_ = atomic_load(&c->req_new);
     st->req.past_depth = atomic_load(&c->req_past_depth);
@@ -1416,6 +1465,8 @@ int crawl_finish(crawl *c)
         db_stats ds;
         db_get_stats(c->d, &ds);
         if (ds.failed == 0) {
+            if (recrawl_active(c->rc) && db_flush(c->d) == 0)
+                recrawl_refresh(c->rc, cr_wall_ms()); /* the due figures as stored */
             persist_stats(c);
             snapshot(c);
         }
@@ -1458,6 +1509,7 @@ int crawl_close(crawl *c)
     }
     cr_free(c->threads);
     sampler_free(c->smp);
+    recrawl_free(c->rc);
     frontier_free(c->fr);
     if (c->w && warc_close(c->w) < 0)
         rc = -EIO;

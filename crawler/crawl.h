@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "config/config.h"
+#include "crawler/recrawl.h"
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
 #include "crawler/web/url.h"
@@ -113,6 +114,7 @@ typedef struct crawl_status {
         uint64_t sheets, refs, imports, dropped, truncated; /* stylesheets read, their
                                    references, @imports, refs dropped, sheets cut */
     } req;
+    recrawl_stats recrawl;     /* the re-crawl's figures (crawler/recrawl.h) */
     char storage_error[512];   /* the store's last error, while stalled or failed */
     char end[256];             /* how the crawl ended: "frontier drained", "stopped at
                                   max_pages with N queued", "stopped by signal with N

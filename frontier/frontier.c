@@ -778,6 +778,17 @@ out:
     return rc;
 }
 
+int frontier_push_due(frontier *f, int64_t id, const char *url, size_t url_len,
+                      const char *host, int depth, int kind)
+{
+    if (f == NULL || id <= 0)
+        return -EINVAL;
+    pthread_mutex_lock(&f->lock);
+    idset_clear(&f->known, id); /* handed out earlier in this run: done now */
+    pthread_mutex_unlock(&f->lock);
+    return frontier_push(f, id, url, url_len, host, depth, kind);
+}
+
 /* ---- next --------------------------------------------------------------- */
 
 static void retry_remove_front(fhost *h, fentry *out)

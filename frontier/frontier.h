@@ -143,6 +143,13 @@ void frontier_free(frontier *f);
 int frontier_push(frontier *f, int64_t id, const char *url, size_t url_len, const char *host,
                   int depth, int kind);
 
+/* A done row made queued again because it is due (re-crawl; see
+ * frontier/schedule.h): like frontier_push, but the row may have been
+ * handed out before in this run. Call it only after its queued state is
+ * committed (db_flush), never for a row the frontier may still hold. */
+int frontier_push_due(frontier *f, int64_t id, const char *url, size_t url_len,
+                      const char *host, int depth, int kind);
+
 typedef struct frontier_job {
     int64_t id;         /* row id; 0 for a robots.txt job */
     char *url;          /* owned by the job until done/return */

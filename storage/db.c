@@ -49,7 +49,7 @@
 
 #define DB_FILE "crawld.db"
 #define LOCK_FILE "crawld.lock"
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 #define APP_ID 0x43724c64 /* "CrLd" in PRAGMA application_id */
 #define BUSY_MS 10000
 #define ERRMSG_MAX 512
@@ -89,7 +89,27 @@ static const char *const migrations[SCHEMA_VERSION] = {
      * to a redirect target, so max_redirects holds across a restart. */
     "ALTER TABLE urls ADD COLUMN fetch_url TEXT;"
     "ALTER TABLE urls ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;",
-    /* 2 -> 3: last_linked, the start (Unix seconds) of the retention window
+    /* 2 -> 3: the fetch history a re-crawl needs (frontier/schedule):
+     * when the row is next due (unix ms; NULL = not scheduled), the
+     * interval that gave it, the validators and payload digest of the last
+     * 200 and its payload size, the WARC record holding that payload (id
+ * text, date, and its target URI when another URL's), gone
+     * (a 404/410 after a 200: never due again), and how often it was
+     * fetched and found changed. urls_due serves "due rows in due order". */
+    "ALTER TABLE urls ADD COLUMN next_at INTEGER;"
+    "ALTER TABLE urls ADD COLUMN interval_s INTEGER;"
+    "ALTER TABLE urls ADD COLUMN etag TEXT;"
+    "ALTER TABLE urls ADD COLUMN last_modified TEXT;"
+    "ALTER TABLE urls ADD COLUMN digest TEXT;"
+    "ALTER TABLE urls ADD COLUMN size INTEGER;"
+    "ALTER TABLE urls ADD COLUMN warc_id TEXT;"
+    "ALTER TABLE urls ADD COLUMN warc_date INTEGER;"
+    "ALTER TABLE urls ADD COLUMN warc_uri TEXT;"
+    "ALTER TABLE urls ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE urls ADD COLUMN fetches INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE urls ADD COLUMN changes INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX urls_due ON urls(state, next_at) WHERE next_at IS NOT NULL;",
+    /* 3 -> 4: last_linked, the start (Unix seconds) of the retention window
      * in which a link to the URL was last confirmed (dedup/gens.h: the
      * stamp of the Bloom generation holding its key); with dedup.retention_s
      * the rows stamped before the oldest live window are forgotten. */
@@ -108,12 +128,12 @@ static const char figures_sql[] =
     " data TEXT NOT NULL);";
 
 enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META, OP_SAMPLE, OP_HOST, OP_PRUNE,
-       OP_LINKED, OP_FORGET };
+       OP_HISTORY, OP_DUE, OP_LINKED, OP_FORGET };
 
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_INSERT, ST_FIND, ST_GETSTATE,
-    ST_OUTCOME, ST_SETSTATE, ST_META, ST_SAMPLE, ST_HOST, ST_LINKED, ST_FORGET_PICK,
-    ST_FORGET_DEL, ST_COUNT
+    ST_OUTCOME, ST_SETSTATE, ST_META, ST_SAMPLE, ST_HOST, ST_HISTORY, ST_DUE, ST_REQUEUE,
+    ST_LINKED, ST_FORGET_PICK, ST_FORGET_DEL, ST_COUNT
 };
 
 static const char *const writer_sql[ST_COUNT] = {
@@ -132,10 +152,20 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
     [ST_SAMPLE] = "INSERT OR REPLACE INTO samples(t_ms, data) VALUES(?1, ?2)",
     [ST_HOST] = "INSERT OR REPLACE INTO hosts(host, pages, data) VALUES(?1, ?2, ?3)",
+    [ST_HISTORY] = "UPDATE urls SET next_at = ?2, interval_s = ?3, etag = ?4,"
+                   " last_modified = ?5, digest = ?6, warc_id = ?7, warc_date = ?8,"
+                   " gone = ?9, fetches = fetches + 1, changes = changes + ?10, size = ?11,"
+                   " warc_uri = ?12 WHERE id = ?1",
+    [ST_REQUEUE] = "UPDATE urls SET state = ?2, attempts = 0 WHERE id = ?1",
+    [ST_DUE] = "UPDATE urls SET next_at = ?2 WHERE id = ?1 AND state = 2 AND gone = 0"
+               " AND (?3 = 0 OR fetched_at IS NULL OR fetched_at < ?3)"
+               " AND (next_at IS NULL OR next_at > ?2)",
     [ST_LINKED] = "UPDATE urls SET last_linked = ?2 WHERE url = ?1 AND last_linked < ?2",
-    /* rows nobody linked since the cutoff, unless queued or in flight */
+    /* rows nobody linked since the cutoff, unless queued, in flight or due
+     * for a re-crawl (next_at reached, ?3 = now in ms) */
     [ST_FORGET_PICK] = "SELECT id, state FROM urls WHERE last_linked < ?1"
-                       " AND state NOT IN (0, 1) LIMIT ?2",
+                       " AND state NOT IN (0, 1)"
+                       " AND NOT (next_at IS NOT NULL AND gone = 0 AND next_at <= ?3) LIMIT ?2",
     [ST_FORGET_DEL] = "DELETE FROM urls WHERE id = ?1",
 };
 _Static_assert(DB_STATE_QUEUED == 0 && DB_STATE_IN_FLIGHT == 1, "ST_FORGET_PICK's states");
@@ -232,8 +262,8 @@ struct db {
 
 enum {
     RST_EXISTS, RST_MAXID, RST_SCAN, RST_Q_SAME, RST_Q_DEEPER, RST_QH_SAME,
-    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_ROW, RST_SCAN_LINKED, RST_STALE_QUEUED,
-    RST_COUNT
+    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_ROW, RST_HIST, RST_DUE, RST_DUE_N,
+    RST_DUE_NEXT, RST_INTERVALS, RST_SCAN_LINKED, RST_STALE_QUEUED, RST_COUNT
 };
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts, fetch_url"
@@ -243,7 +273,8 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_SCAN] = "SELECT id, url FROM urls WHERE id > ?1 ORDER BY id",
     [RST_SCAN_LINKED] = "SELECT id, url, last_linked FROM urls WHERE id > ?1 OR last_linked >= ?2",
     [RST_STALE_QUEUED] = "SELECT id, url, last_linked FROM urls WHERE last_linked < ?1"
-                         " AND state IN (0, 1)",
+                         " AND (state IN (0, 1) OR"
+                         " (next_at IS NOT NULL AND gone = 0 AND next_at <= ?2))",
     [RST_Q_SAME] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"
                    " AND depth = ?1 AND id > ?2 ORDER BY id",
     [RST_Q_DEEPER] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"
@@ -258,6 +289,18 @@ static const char *const reader_sql[RST_COUNT] = {
                   " AND host = ?1 GROUP BY host, state",
     [RST_META] = "SELECT value FROM meta WHERE key = ?1",
     [RST_ROW] = "SELECT state, attempts, hops FROM urls WHERE id = ?1",
+    [RST_HIST] = "SELECT next_at, interval_s, etag, last_modified, digest, warc_id, warc_date,"
+                 " gone, fetches, changes, http_status, fetched_at, size, warc_uri FROM urls"
+                 " WHERE id = ?1",
+    [RST_DUE] = "SELECT " ROW_COLS " FROM urls WHERE next_at IS NOT NULL AND state = 2"
+                " AND next_at <= ?1 AND (fetched_at IS NULL OR fetched_at < ?3)"
+                " ORDER BY next_at LIMIT ?2",
+    [RST_DUE_N] = "SELECT count(*) FROM urls WHERE next_at IS NOT NULL AND state IN (0, 1, 2)"
+                  " AND next_at <= ?1",
+    [RST_DUE_NEXT] = "SELECT min(next_at) FROM urls WHERE next_at IS NOT NULL AND state = 2"
+                     " AND next_at > ?1",
+    [RST_INTERVALS] = "SELECT interval_s, count(*) FROM urls WHERE next_at IS NOT NULL"
+                      " GROUP BY interval_s",
 };
 
 struct db_reader {
@@ -1112,6 +1155,128 @@ int db_set_state(db *d, int64_t id, int state)
     return enqueue(d, &o);
 }
 
+/* ---- fetch history (re-crawl) ----
+ * OP_HISTORY carries its four strings in mem and reuses op fields: url =
+ * etag, fetch_url = last_modified, error = digest, ctype = warc_id (each
+ * NULL when absent), host = warc_uri; fetched_at = next_at (< 0: NULL), fetch_ms =
+ * interval_s, bytes = warc_date, hops = gone, attempts = changed,
+ * parent = size.
+ * OP_DUE: id, fetched_at = the due time, bytes = lastmod. */
+int db_record_history(db *d, int64_t id, const db_history *h)
+{
+    struct op o;
+    const char *in[5];
+    size_t len[5], total = 0;
+    char *m;
+
+    if (h == NULL || id <= 0 || h->interval_s < 0)
+        return -EINVAL;
+    in[0] = h->etag;
+    in[1] = h->last_modified;
+    in[2] = h->digest;
+    in[3] = h->warc_id;
+    in[4] = h->warc_uri;
+    for (int i = 0; i < 5; i++) {
+        len[i] = i == 4 ? (in[i] ? strnlen(in[i], DB_URL_MAX) : 0) : capped_len(in[i]);
+        total += len[i] + 1;
+    }
+    m = cr_malloc(total);
+    if (m == NULL)
+        return -ENOMEM;
+    memset(&o, 0, sizeof o);
+    o.type = OP_HISTORY;
+    o.id = id;
+    o.mem = m;
+    const char **out[5] = {&o.url, &o.fetch_url, &o.error, &o.ctype, &o.host};
+    for (int i = 0; i < 5; i++) {
+        memcpy(m, in[i] ? in[i] : "", len[i]);
+        m[len[i]] = '\0';
+        *out[i] = in[i] ? m : NULL;
+        m += len[i] + 1;
+    }
+    o.fetched_at = h->next_at;
+    o.fetch_ms = h->interval_s;
+    o.bytes = h->warc_date_ms;
+    o.hops = h->gone ? 1 : 0;
+    o.attempts = h->changed ? 1 : 0;
+    o.parent = h->size;
+    return enqueue(d, &o);
+}
+
+int db_requeue_due(db *d, int64_t id)
+{
+    struct op o;
+
+    if (id <= 0)
+        return -EINVAL;
+    memset(&o, 0, sizeof o);
+    o.type = OP_STATE;
+    o.id = id;
+    o.state = DB_STATE_QUEUED;
+    o.hops = 1;
+    return enqueue(d, &o);
+}
+
+int db_make_due(db *d, int64_t id, int64_t lastmod_ms, int64_t now_ms)
+{
+    struct op o;
+
+    if (id <= 0 || lastmod_ms < 0)
+        return -EINVAL;
+    memset(&o, 0, sizeof o);
+    o.type = OP_DUE;
+    o.id = id;
+    o.fetched_at = now_ms > 0 ? now_ms : cr_wall_ms();
+    o.bytes = lastmod_ms;
+    return enqueue(d, &o);
+}
+
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v != NULL)
+        sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static int step_done(sqlite3_stmt *s);
+
+static int apply_history(db *d, struct op *o)
+{
+    sqlite3_stmt *s = d->st[o->type == OP_HISTORY ? ST_HISTORY : ST_DUE];
+    int rc;
+
+    sqlite3_bind_int64(s, 1, o->id);
+    if (o->type == OP_DUE) {
+        sqlite3_bind_int64(s, 2, o->fetched_at);
+        sqlite3_bind_int64(s, 3, o->bytes);
+    } else {
+        if (o->fetched_at >= 0)
+            sqlite3_bind_int64(s, 2, o->fetched_at);
+        else
+            sqlite3_bind_null(s, 2);
+        sqlite3_bind_int64(s, 3, o->fetch_ms);
+        bind_text_or_null(s, 4, o->url);
+        bind_text_or_null(s, 5, o->fetch_url);
+        bind_text_or_null(s, 6, o->error);
+        bind_text_or_null(s, 7, o->ctype);
+        if (o->bytes > 0)
+            sqlite3_bind_int64(s, 8, o->bytes);
+        else
+            sqlite3_bind_null(s, 8);
+        sqlite3_bind_int(s, 9, o->hops);
+        sqlite3_bind_int(s, 10, o->attempts);
+        sqlite3_bind_int64(s, 11, o->parent);
+        bind_text_or_null(s, 12, o->host);
+    }
+    rc = step_done(s);
+    if (rc != SQLITE_OK)
+        return rc;
+    /* OP_DUE on a row that is not due-able is no error: it stays as it was */
+    o->status = o->type == OP_HISTORY && sqlite3_changes(d->conn) == 0 ? -ENOENT : 0;
+    return SQLITE_OK;
+}
+
 /* Queues an op carrying two strings (a and b, copied into one allocation). */
 static int enqueue_text2(db *d, int type, int64_t num, const char *a, const char *b)
 {
@@ -1215,6 +1380,7 @@ int db_forget(db *d, int64_t cutoff, int limit, db_done_fn cb, void *ud)
     memset(&o, 0, sizeof o);
     o.type = OP_FORGET;
     o.linked = cutoff;
+    o.fetched_at = cr_wall_ms(); /* rows due by now are kept */
     o.kind = limit;
     o.cb = cb;
     o.ud = ud;
@@ -1354,6 +1520,7 @@ static int apply_forget(db *d, struct op *o)
     int n = 0, rc;
     sqlite3_bind_int64(pick, 1, o->linked);
     sqlite3_bind_int(pick, 2, o->kind);
+    sqlite3_bind_int64(pick, 3, o->fetched_at);
     while (n < o->kind && (rc = sqlite3_step(pick)) == SQLITE_ROW) {
         ids[n] = sqlite3_column_int64(pick, 0);
         states[n] = sqlite3_column_int(pick, 1);
@@ -1442,7 +1609,7 @@ static int apply_update(db *d, struct op *o)
     if (rc != SQLITE_ROW)
         return rc;
     if (o->type == OP_STATE) {
-        s = d->st[ST_SETSTATE];
+        s = d->st[o->hops == 1 ? ST_REQUEUE : ST_SETSTATE]; /* hops 1: db_requeue_due */
         sqlite3_bind_int64(s, 1, o->id);
         sqlite3_bind_int(s, 2, o->state);
     } else {
@@ -1575,6 +1742,15 @@ static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t tex
         case OP_STATE:
             what = "updating a URL";
             rc = apply_update(d, o);
+            if (rc == SQLITE_OK && o->status == -ENOENT && op_err == 0) {
+                op_err = -ENOENT;
+                missing = o->id;
+            }
+            break;
+        case OP_HISTORY:
+        case OP_DUE:
+            what = "updating a URL's fetch history";
+            rc = apply_history(d, o);
             if (rc == SQLITE_OK && o->status == -ENOENT && op_err == 0) {
                 op_err = -ENOENT;
                 missing = o->id;
@@ -1958,6 +2134,97 @@ int db_reader_row(db_reader *rd, int64_t id, int *state, int *attempts, int *hop
     return rc == SQLITE_DONE ? -ENOENT : sql_errno(rc);
 }
 
+static void col_text(sqlite3_stmt *s, int i, char *buf, size_t len)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    snprintf(buf, len, "%s", t ? (const char *)t : "");
+}
+
+int db_reader_history(db_reader *rd, int64_t id, db_history_row *h)
+{
+    sqlite3_stmt *s = rd->st[RST_HIST];
+    int rc;
+
+    memset(h, 0, sizeof *h);
+    sqlite3_bind_int64(s, 1, id);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        h->next_at = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
+        h->interval_s = sqlite3_column_int64(s, 1);
+        col_text(s, 2, h->etag, sizeof h->etag);
+        col_text(s, 3, h->last_modified, sizeof h->last_modified);
+        col_text(s, 4, h->digest, sizeof h->digest);
+        col_text(s, 5, h->warc_id, sizeof h->warc_id);
+        h->warc_date_ms = sqlite3_column_int64(s, 6);
+        h->gone = sqlite3_column_int(s, 7) != 0;
+        h->fetches = sqlite3_column_int64(s, 8);
+        h->changes = sqlite3_column_int64(s, 9);
+        h->http_status = sqlite3_column_int(s, 10);
+        h->fetched_at = sqlite3_column_int64(s, 11);
+        h->size = sqlite3_column_int64(s, 12);
+        if (sqlite3_column_bytes(s, 13) < (int)sizeof h->warc_uri)
+            col_text(s, 13, h->warc_uri, sizeof h->warc_uri);
+    }
+    sqlite3_reset(s);
+    if (rc == SQLITE_ROW)
+        return 0;
+    return rc == SQLITE_DONE ? -ENOENT : sql_errno(rc);
+}
+
+static int queued_pass(sqlite3_stmt *s, const db_queued_query *q, db_row_fn cb, void *ud,
+                       int64_t *n);
+
+int64_t db_reader_due(db_reader *rd, int64_t now_ms, int64_t fetched_before_ms, size_t max,
+                      db_row_fn cb, void *ud)
+{
+    sqlite3_stmt *s = rd->st[RST_DUE];
+    db_queued_query q = { .max = max };
+    int64_t n = 0;
+
+    if (cb == NULL)
+        return -EINVAL;
+    sqlite3_bind_int64(s, 1, now_ms);
+    sqlite3_bind_int64(s, 2, max ? (int64_t)max : -1);
+    sqlite3_bind_int64(s, 3, fetched_before_ms > 0 ? fetched_before_ms : INT64_MAX);
+    int rc = queued_pass(s, &q, cb, ud, &n);
+    return rc < 0 ? rc : n;
+}
+
+int64_t db_reader_intervals(db_reader *rd, void (*cb)(void *ud, int64_t interval_s, int64_t rows),
+                            void *ud)
+{
+    sqlite3_stmt *s = rd->st[RST_INTERVALS];
+    int64_t n = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        cb(ud, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1));
+        n++;
+    }
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? n : sql_errno(rc);
+}
+
+int db_reader_due_stats(db_reader *rd, int64_t now_ms, int64_t *due, int64_t *next_at)
+{
+    sqlite3_stmt *s = rd->st[RST_DUE_N];
+    int rc;
+
+    sqlite3_bind_int64(s, 1, now_ms);
+    rc = sqlite3_step(s);
+    *due = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW)
+        return sql_errno(rc);
+    s = rd->st[RST_DUE_NEXT];
+    sqlite3_bind_int64(s, 1, now_ms);
+    rc = sqlite3_step(s);
+    *next_at = rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL
+                   ? sqlite3_column_int64(s, 0)
+                   : -1;
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW ? 0 : sql_errno(rc);
+}
+
 int db_reader_max_id(db_reader *rd, int64_t *id)
 {
     sqlite3_stmt *s = rd->st[RST_MAXID];
@@ -2035,6 +2302,7 @@ int64_t db_reader_stale_queued(db_reader *rd, int64_t cutoff, db_linked_fn cb, v
         return -EINVAL;
     sqlite3_stmt *s = rd->st[RST_STALE_QUEUED];
     sqlite3_bind_int64(s, 1, cutoff);
+    sqlite3_bind_int64(s, 2, cr_wall_ms());
     return scan_linked(s, cb, ud);
 }
 

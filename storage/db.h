@@ -52,6 +52,7 @@
 #ifndef CRAWLD_STORAGE_DB_H
 #define CRAWLD_STORAGE_DB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -196,6 +197,48 @@ int db_record_outcome(db *d, int64_t id, const db_outcome *o);
 /* Queues a state change of row id (e.g. to DB_STATE_IN_FLIGHT). */
 int db_set_state(db *d, int64_t id, int state);
 
+/* ---- fetch history (re-crawl, see frontier schedule.h) ----
+ * Each row carries when it is next due (next_at, unix ms; rows without one
+ * are never due), the interval that set it, the validators and payload
+ * digest of its last 200, the WARC record holding that payload, a gone flag
+ * (a 404/410 after a 200: never due again) and fetch/change counts. The
+ * last fetch time is the outcome's fetched_at. */
+typedef struct db_history {
+    int64_t next_at;           /* unix ms; < 0 = not scheduled (NULL) */
+    int64_t interval_s;        /* the interval next_at came from, >= 0 */
+    const char *etag;          /* NUL-terminated or NULL; copied, truncated */
+    const char *last_modified; /* the server's Last-Modified text, or NULL */
+    const char *digest;        /* payload digest "sha1:..." or NULL */
+    const char *warc_id;       /* "<urn:uuid:...>" of the record with the
+                                  payload, or NULL */
+    int64_t warc_date_ms;      /* that record's WARC-Date; 0 = none */
+    const char *warc_uri;      /* its WARC-Target-URI when not the row's own
+                                  (the payload was archived for another URL);
+                                  NULL = the row's own */
+    int64_t size;              /* payload bytes of that 200 (what a 304 saves) */
+    bool gone;
+    bool changed;              /* adds 1 to the row's change count */
+} db_history;
+
+/* Queues the fetch history of row id (every column written; fetches + 1).
+ * Queue it BEFORE the fetch's db_record_outcome: a crash between the two
+ * then leaves a row that is fetched again (as any in-flight row), never a
+ * done row with its old, past due time. A missing row is reported by the
+ * next db_flush() as -ENOENT. */
+int db_record_history(db *d, int64_t id, const db_history *h);
+
+/* Queues a due row (done) back to queued for its next fetch, its attempt
+ * count reset (a fresh fetch: its retries, and the dispatch log's "fetched
+ * again" count, start over). Like db_set_state otherwise. */
+int db_requeue_due(db *d, int64_t id);
+
+/* Makes row id due at now_ms (0 = now) if it is done, not gone, was last
+ * fetched before lastmod_ms (unix ms; 0 = always) and is not already due
+ * earlier: the hook for a sitemap's <lastmod>. Queued like db_set_state;
+ * a row that does not qualify is left alone (no error). The daemon picks
+ * it up at its next due scan (frontier/schedule). */
+int db_make_due(db *d, int64_t id, int64_t lastmod_ms, int64_t now_ms);
+
 /* Queues key = value into the meta table (e.g. the daemon's counters for
  * `crawld stats`); both copied; "schema_version" is refused (-EINVAL). */
 int db_put_meta(db *d, const char *key, const char *value);
@@ -213,7 +256,8 @@ int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data);
 /* Retention. db_touch_linked queues "row url was linked again at stamp
  * linked" (last_linked moves forward only; no row is no error).
  * db_forget queues the deletion of up to limit (1..DB_FORGET_MAX) rows
- * stamped before cutoff that are not queued or in flight; cb gets
+ * stamped before cutoff that are not queued, in flight or due for a
+ * re-crawl; cb gets
  * status = rows deleted (fewer than limit: none are left), or < 0. Call
  * it again while it deletes limit rows: each call is one bounded step in
  * the writer's queue, so the crawl's own writes go on in between. */
@@ -340,8 +384,9 @@ typedef int (*db_linked_fn)(void *ud, int64_t id, const char *url, size_t url_le
  * ring: the rows added, and the rows stamped again, after a snapshot). */
 int64_t db_reader_scan_linked(db_reader *rd, int64_t mark, int64_t since, db_linked_fn cb,
                               void *ud);
-/* Queued or in-flight rows stamped before cutoff: they are kept when the
- * rest are forgotten, so their keys must move to the newest generation. */
+/* Queued, in-flight or due (next_at reached) rows stamped before cutoff:
+ * they are kept when the rest are forgotten, so their keys must move to
+ * the newest generation. */
 int64_t db_reader_stale_queued(db_reader *rd, int64_t cutoff, db_linked_fn cb, void *ud);
 
 typedef struct db_queued_query {
@@ -357,6 +402,35 @@ typedef struct db_queued_query {
  * Returns the number of rows passed to cb, or < 0. Excluded hosts are
  * filtered while scanning: their rows still cost a step each. */
 int64_t db_reader_next_queued(db_reader *rd, const db_queued_query *q, db_row_fn cb, void *ud);
+
+/* A row's fetch history (strings "" when NULL; next_at -1 when NULL).
+ * 0, -ENOENT, or < 0. OUT: h */
+typedef struct db_history_row {
+    int64_t next_at, interval_s, warc_date_ms, fetches, changes, fetched_at, size;
+    int http_status; /* of the last answer; 0 = none */
+    bool gone;
+    char etag[DB_TEXT_MAX + 1], last_modified[DB_TEXT_MAX + 1];
+    char digest[64], warc_id[64];
+    char warc_uri[4096];       /* "" = the row's own (or one too long to keep) */
+} db_history_row;
+int db_reader_history(db_reader *rd, int64_t id, db_history_row *h);
+
+/* Calls cb for done rows whose next_at <= now_ms and that were last
+ * fetched before fetched_before_ms (0 = any time: a daemon; a one-pass run
+ * gives its start, so no page is fetched twice in it), in due order, up to
+ * max (0 = all). Returns the number passed to cb, or < 0. */
+int64_t db_reader_due(db_reader *rd, int64_t now_ms, int64_t fetched_before_ms, size_t max,
+                      db_row_fn cb, void *ud);
+
+/* How many rows are due at now_ms and not yet fetched (queued, in flight or
+ * done with next_at <= now_ms), and the next due time after now_ms (-1 =
+ * none). 0 or < 0. OUT: due, next_at */
+int db_reader_due_stats(db_reader *rd, int64_t now_ms, int64_t *due, int64_t *next_at);
+
+/* Calls cb once per distinct interval_s among scheduled rows (next_at set)
+ * with how many rows have it. Returns the number of calls, or < 0. */
+int64_t db_reader_intervals(db_reader *rd, void (*cb)(void *ud, int64_t interval_s, int64_t rows),
+                            void *ud);
 
 /* Exact row counts per state: a scan of the state index, which holds every
  * row but the seen_only ones (those are max(id) minus the rest). OUT: counts */

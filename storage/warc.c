@@ -46,6 +46,7 @@
 #include "storage/warc_int.h"
 
 #define PROFILE_IDENTICAL "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+#define PROFILE_NOT_MODIFIED "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 #define CONFORMS_TO "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
 #define INDEX_SORT_MAX (256u << 20) /* larger indexes stay in write order */
 #define ARENA_BLOCK 65536
@@ -132,6 +133,31 @@ static void uuid_text(const uint8_t id[16], char out[UUID_TEXT])
     *o = '\0';
 }
 
+/* "<urn:uuid:...>" (as uuid_text writes it, any hex case) back to bytes. */
+static int uuid_parse(const char *t, uint8_t id[16])
+{
+    if (t == NULL || strncmp(t, "<urn:uuid:", 10) != 0 || strlen(t) != 47 || t[46] != '>')
+        return -EINVAL;
+    const char *p = t + 10;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) {
+            if (*p++ != '-')
+                return -EINVAL;
+        }
+        int v = 0;
+        for (int k = 0; k < 2; k++, p++) {
+            int c = *p;
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            if (d < 0)
+                return -EINVAL;
+            v = v * 16 + d;
+        }
+        id[i] = (uint8_t)v;
+    }
+    return 0;
+}
+
 int warc_date(int64_t ms, char *buf)
 {
     if (ms < 0)
@@ -202,6 +228,12 @@ static int digest_text_of(const span *parts, size_t n, char out[38], uint8_t raw
     if (rc == 0)
         warc_digest_text(d, out);
     return rc;
+}
+
+int warc_payload_digest(const void *p, size_t n, char out[38])
+{
+    span s = {p, n};
+    return digest_text_of(&s, 1, out, NULL);
 }
 
 /* ---- gzip members ------------------------------------------------------- */
@@ -313,6 +345,7 @@ typedef struct rec {
     const char *payload_digest;   /* NULL: none */
     bool truncated;
     bool revisit;
+    const char *profile;          /* revisit: PROFILE_* */
     const char *ref_uri;
     const char *ref_date;
     const uint8_t *ref_id;
@@ -347,11 +380,14 @@ static int rec_member(gz *g, gbuf *out, const rec *r)
     if (rc == 0 && r->filename)
         rc = cr_buf_printf(&h, "WARC-Filename: %s\r\n", r->filename);
     if (rc == 0 && r->revisit) {
-        uuid_text(r->ref_id, id);
-        rc = cr_buf_printf(&h,
-                           "WARC-Profile: " PROFILE_IDENTICAL "\r\nWARC-Refers-To: %s\r\n"
-                           "WARC-Refers-To-Target-URI: %s\r\nWARC-Refers-To-Date: %s\r\n",
-                           id, r->ref_uri, r->ref_date);
+        rc = cr_buf_printf(&h, "WARC-Profile: %s\r\n", r->profile);
+        if (rc == 0 && r->ref_id) {
+            uuid_text(r->ref_id, id);
+            rc = cr_buf_printf(&h, "WARC-Refers-To: %s\r\n", id);
+        }
+        if (rc == 0)
+            rc = cr_buf_printf(&h, "WARC-Refers-To-Target-URI: %s\r\nWARC-Refers-To-Date: %s\r\n",
+                               r->ref_uri, r->ref_date);
     }
     if (rc == 0 && r->truncated)
         rc = cr_buf_puts(&h, "WARC-Truncated: length\r\n");
@@ -1136,6 +1172,9 @@ typedef struct prep {
 typedef struct plan {
     uint8_t info_id[16];
     bool revisit;
+    bool not_modified;          /* revisit: server-not-modified, else identical */
+    bool has_ref_id;
+    char ref_digest[38];        /* not_modified: the original's payload digest */
     uint8_t ref_id[16];
     int64_t ref_date_ms;
     const char *ref_uri;        /* in the arena: stable */
@@ -1249,7 +1288,10 @@ static int build(prep *p, gz *z, const plan *pl, group *g)
             return rc;
         r.type = "revisit";
         r.revisit = true;
-        r.ref_id = pl->ref_id;
+        r.profile = pl->not_modified ? PROFILE_NOT_MODIFIED : PROFILE_IDENTICAL;
+        if (pl->not_modified) /* the payload the 304 stands for */
+            r.payload_digest = pl->ref_digest;
+        r.ref_id = pl->has_ref_id ? pl->ref_id : NULL;
         r.ref_uri = pl->ref_uri;
         r.ref_date = ref_date;
         r.block_digest = p->revisit_digest;
@@ -1276,12 +1318,33 @@ static void plan_now(warc_writer *w, const prep *p, plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     memcpy(pl->info_id, w->have_file ? w->info_id : w->next_info_id, 16);
+    const warc_prior *pr = p->f->prior;
+    if (p->f->not_modified && pr != NULL && pr->uri != NULL) {
+        pl->revisit = true;
+        pl->not_modified = true;
+        pl->has_ref_id = uuid_parse(pr->record_id, pl->ref_id) == 0;
+        pl->ref_date_ms = pr->date_ms > 0 ? pr->date_ms : p->date_ms;
+        pl->ref_uri = pr->uri;
+        snprintf(pl->ref_digest, sizeof pl->ref_digest, "%s",
+                 pr->digest && strlen(pr->digest) == 37 ? pr->digest : p->payload_digest);
+        return;
+    }
     if (!w->revisits || !p->eligible)
         return;
     const dd_slot *s = dd_find(w, p->payload_sha);
-    if (s == NULL)
+    if (s == NULL) {
+        /* the payload an earlier crawl archived for this URL */
+        if (pr != NULL && pr->digest != NULL && pr->uri != NULL && pr->date_ms > 0 &&
+            strcmp(pr->digest, p->payload_digest) == 0 && uuid_parse(pr->record_id, pl->ref_id) == 0) {
+            pl->revisit = true;
+            pl->has_ref_id = true;
+            pl->ref_date_ms = pr->date_ms;
+            pl->ref_uri = pr->uri;
+        }
         return;
+    }
     pl->revisit = true;
+    pl->has_ref_id = true;
     memcpy(pl->ref_id, s->id, 16);
     pl->ref_date_ms = s->date_ms;
     pl->ref_uri = s->uri;
@@ -1290,6 +1353,7 @@ static void plan_now(warc_writer *w, const prep *p, plan *pl)
 static bool plan_same(const plan *a, const plan *b)
 {
     return memcmp(a->info_id, b->info_id, 16) == 0 && a->revisit == b->revisit &&
+           a->not_modified == b->not_modified && a->has_ref_id == b->has_ref_id &&
            (!a->revisit || memcmp(a->ref_id, b->ref_id, 16) == 0);
 }
 
@@ -1317,7 +1381,9 @@ static int commit(warc_writer *w, prep *p, group *g, warc_result *out)
         .url = f->uri, .url_len = strlen(f->uri),
         .mime = g->built.revisit ? "warc/revisit" : p->mime,
         .mime_len = g->built.revisit ? 12 : p->mime_len,
-        .status = p->status, .digest = p->payload_digest + 5, .timestamp = ts,
+        .status = p->status,
+        .digest = (g->built.not_modified ? g->built.ref_digest : p->payload_digest) + 5,
+        .timestamp = ts,
         .length = g->resp_len, .offset = off0 + g->resp_off, .filename = w->name,
     };
     int rc = cdxj_line(&line, &e);
@@ -1357,6 +1423,18 @@ static int commit(warc_writer *w, prep *p, group *g, warc_result *out)
         out->length = e.length;
         snprintf(out->file, sizeof out->file, "%s", w->name);
         out->was_revisit = g->built.revisit;
+        uuid_text(p->resp_id, out->record_id);
+        out->date_ms = p->date_ms;
+        memcpy(out->payload_digest, p->payload_digest, sizeof out->payload_digest);
+        out->refers_to_id[0] = '\0';
+        out->refers_to_date_ms = 0;
+        out->refers_to_uri = NULL;
+        if (g->built.revisit) {
+            if (g->built.has_ref_id)
+                uuid_text(g->built.ref_id, out->refers_to_id);
+            out->refers_to_date_ms = g->built.ref_date_ms;
+            out->refers_to_uri = g->built.ref_uri;
+        }
     }
 out:
     cr_buf_release(&line);

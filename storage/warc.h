@@ -7,9 +7,14 @@
  *   request   the request header block as sent (only when one is given);
  *   response  the response header block and the payload as received;
  *   revisit   instead of a response when the same payload (same sha1) was
- *             already archived in this crawl: profile identical-payload-
- *             digest, the response headers only, WARC-Refers-To(-Target-URI,
- *             -Date) naming the record that holds the bytes.
+ *             already archived in this crawl, or is the caller's `prior`
+ *             (a page archived by an earlier crawl): profile identical-
+ *             payload-digest, the response headers only, WARC-Refers-To
+ *             (-Target-URI, -Date) naming the record that holds the bytes;
+ *             and for a 304 answer to a conditional re-fetch (not_modified),
+ *             profile server-not-modified, the 304's headers, pointing at
+ *             the prior record (WARC-Refers-To only when its id is known),
+ *             with the prior's payload digest (the content it stands for).
  * The records of one fetch are written together with one write(), request
  * first, and only whole members are ever appended: a failed write is cut
  * back. Beside each file, PREFIX-...-NNNNN.cdxj indexes its response and
@@ -78,6 +83,17 @@ typedef struct warc_opts {
                                  NULL: none */
 } warc_opts;
 
+#define WARC_RECORD_ID_TEXT 48 /* "<urn:uuid:" 36 ">" NUL */
+
+/* What an earlier crawl archived of the same URL (the re-crawl's stored
+ * original). Pointers are only read during the call. */
+typedef struct warc_prior {
+    const char *digest;       /* "sha1:..." payload digest; NULL: unknown */
+    const char *record_id;    /* "<urn:uuid:...>" of its record; NULL: unknown */
+    int64_t date_ms;          /* its WARC-Date */
+    const char *uri;          /* its WARC-Target-URI */
+} warc_prior;
+
 /* One fetch as the fetcher saw it. Pointers are only read during the call. */
 typedef struct warc_fetch {
     const char *uri;          /* WARC-Target-URI: absolute, no spaces or
@@ -100,6 +116,9 @@ typedef struct warc_fetch {
     bool truncated;           /* body was cut at the cap: the response gets
                                  WARC-Truncated: length and is never
                                  deduplicated */
+    const warc_prior *prior;  /* NULL: none (see revisit above) */
+    bool not_modified;        /* a 304 to a conditional request: with prior,
+                                 a server-not-modified revisit */
 } warc_fetch;
 
 /* Where a fetch went (OUT of warc_write_fetch). */
@@ -108,6 +127,14 @@ typedef struct warc_result {
     uint64_t length;          /* its compressed length */
     char file[128];           /* file name, without the folder */
     bool was_revisit;
+    char record_id[WARC_RECORD_ID_TEXT]; /* of the response or revisit */
+    int64_t date_ms;          /* its WARC-Date */
+    char payload_digest[38];  /* "sha1:..." of the payload as received */
+    /* a revisit: the record it refers to (the one holding the payload) */
+    char refers_to_id[WARC_RECORD_ID_TEXT]; /* "" when not known */
+    int64_t refers_to_date_ms;
+    const char *refers_to_uri; /* valid until warc_close (or, from a prior,
+                                  as long as the prior's string) */
 } warc_result;
 
 /* Counters, monotonic over the writer's life. */
@@ -184,5 +211,10 @@ int warc_date(int64_t ms, char *buf);
 /* sha1 digest as "sha1:" + 32 base32 letters (RFC 4648, no padding).
  * out must hold 38 bytes. */
 void warc_digest_text(const uint8_t sha1[20], char *out);
+
+/* The payload digest a record of these bytes gets ("sha1:" + base32), into
+ * out (38 bytes): for comparing payloads without archiving them. 0 or
+ * -ENOMEM. */
+int warc_payload_digest(const void *p, size_t n, char out[38]);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,6 +378,40 @@ static void deep_nesting_is_an_error(void **state)
     free(t);
 }
 
+/* [recrawl]: defaults keep the one pass; rules are PATTERN=SECONDS, each
+ * bad one named with its position; min_s above max_s is refused. */
+static void recrawl_section(void **state)
+{
+    (void)state;
+    assert_int_equal(cfg.recrawl.after_s, 0);
+    assert_false(cfg.recrawl.adaptive);
+    assert_int_equal(cfg.recrawl.min_s, 60);
+    assert_int_equal(cfg.recrawl.max_s, 2592000);
+    config_error err;
+    assert_int_equal(load("[recrawl]\nafter_s = 86400\nadaptive = true\n"
+                          "rules = [\"/news/*=3600\", \"http://a.test/x=a=7\"]\n", &err), 0);
+    assert_int_equal(cfg.recrawl.after_s, 86400);
+    assert_true(cfg.recrawl.adaptive);
+    assert_int_equal(cfg.recrawl.rules.n, 2);
+    size_t pl;
+    int64_t secs;
+    assert_int_equal(config_recrawl_rule(cfg.recrawl.rules.v[1], &pl, &secs), 0);
+    assert_int_equal(pl, strlen("http://a.test/x=a"));
+    assert_int_equal(secs, 7);
+    assert_int_equal(config_recrawl_rule("=5", &pl, &secs), -EINVAL);
+    assert_int_equal(config_recrawl_rule("/x=", &pl, &secs), -EINVAL);
+    assert_int_equal(config_recrawl_rule("/x=0", &pl, &secs), -EINVAL);
+    assert_int_equal(config_recrawl_rule("/x=99999999999", &pl, &secs), -EINVAL);
+    assert_int_equal(config_recrawl_rule("/x=1h", &pl, &secs), -EINVAL);
+    expect_error("[recrawl]\nrules = [\"/a=1\", \"/news/*\"]\n",
+                 "x.toml:2:18: recrawl.rules[1] = \"/news/*\" is not PATTERN=SECONDS"
+                 " (SECONDS 1..315360000)");
+    expect_error("[recrawl]\nmin_s = 100\nmax_s = 50\n",
+                 "x.toml:1:2: recrawl.min_s (100) is above recrawl.max_s (50)");
+    expect_error("[recrawl]\nafter_s = -1\n",
+                 "x.toml:2:1: recrawl.after_s = -1 is out of range 0..315360000");
+}
+
 static void init_survives_out_of_memory(void **state)
 {
     (void)state;
@@ -418,6 +453,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(shipped_crawl_toml_is_complete, setup, teardown),
         cmocka_unit_test_setup_teardown(file_errors_are_clear, setup, teardown),
         cmocka_unit_test_setup_teardown(deep_nesting_is_an_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(recrawl_section, setup, teardown),
         cmocka_unit_test(init_survives_out_of_memory),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -163,7 +163,7 @@ static void test_create_and_reopen(void **state)
     assert_true(id > 0);
     assert_int_equal(db_close(d), 0);
 
-    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 3);
+    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 4);
     assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
                                      " AND name IN ('urls_state','urls_host_state')"), 2);
     d = open_ok(nested, NULL);
@@ -188,7 +188,7 @@ static void test_meta_values(void **state)
     assert_string_equal(buf, "{\"pages\": 2}");
     assert_int_equal(db_reader_get_meta(rd, "nothing", buf, sizeof buf), -ENOENT);
     assert_int_equal(db_reader_get_meta(rd, "schema_version", buf, sizeof buf), 0);
-    assert_string_equal(buf, "3");
+    assert_string_equal(buf, "4");
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
@@ -1926,8 +1926,8 @@ static void test_migrate_from_v1(void **state)
     assert_int_equal(hops, 3);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 3);
-    /* 2 -> 3: old rows stamped from discovered_at (0 here; /a was linked
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 4);
+    /* 3 -> 4: old rows stamped from discovered_at (0 here; /a was linked
      * again above and took that insert's stamp), the index there */
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE last_linked = 0"), 2);
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE type='index'"

@@ -114,13 +114,24 @@ static void print_status(crawl *c, FILE *f, bool tty)
                  db_error_reason(st.db.stall_code), (double)st.db.retry_in_ms / 1000.0 + 0.5,
                  (long long)st.db.held);
     double dup_pct = st.dedup.keys ? 100.0 * (double)dups / (double)st.dedup.keys : 0.0;
+    char due[96] = "";
+    if (st.recrawl.enabled || st.recrawl.due_now > 0) {
+        long long in_s = st.recrawl.next_due_ms < 0
+                             ? -1
+                             : (long long)((st.recrawl.next_due_ms - cr_wall_ms() + 999) / 1000);
+        if (in_s >= 0)
+            snprintf(due, sizeof due, " due %lld (next in %llds)", (long long)st.recrawl.due_now,
+                     in_s);
+        else
+            snprintf(due, sizeof due, " due %lld", (long long)st.recrawl.due_now);
+    }
     fprintf(f,
             "%s%6.0fs pages %llu (%.1f/s) frontier %lld (%lld in memory) hosts %lld dup-skip %.1f%% "
-            "FPR %.4f%% (bound %.2f%%) fill %.3f%s%s%s",
+            "FPR %.4f%% (bound %.2f%%) fill %.3f%s%s%s%s",
             tty ? "\r\033[K" : "crawld: ", st.elapsed_s, (unsigned long long)st.pages,
             st.elapsed_s > 0 ? (double)st.pages / st.elapsed_s : 0.0, (long long)st.queued,
             (long long)st.frontier_mem, (long long)st.hosts_active, dup_pct,
-            100.0 * seen_observed_fpr(&st.dedup), 100.0 * st.fpr_bound, st.bloom_fill,
+            100.0 * seen_observed_fpr(&st.dedup), 100.0 * st.fpr_bound, st.bloom_fill, due,
             st.paused ? " [paused]" : "", storage, tty ? "" : "\n");
     fflush(f);
 }

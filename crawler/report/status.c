@@ -6,9 +6,8 @@
 
 #include "crawler/report/summary.h"
 
-/* The generation ring: its windows (oldest first, each with its age at the
- * newest window's start... and its keys, fill, memory) and what forgetting
- * did. */
+/* The generation ring: its windows, oldest first (start, age in windows
+ * behind the newest, keys, fill, memory), and what forgetting did. */
 static json_t *status_retention_json(const crawl_status *st)
 {
     const gens_stats *g = &st->gens;
@@ -31,6 +30,44 @@ static json_t *status_retention_json(const crawl_status *st)
                      (json_int_t)st->dedup.found_again, "memory_bytes",
                      (json_int_t)(g->memory_bytes + g->ghost_bytes), "keys",
                      (json_int_t)g->keys, "fpr_predicted", g->fpr_model, "ring", ring);
+}
+
+static json_t *counts_json(const recrawl_counts *c)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "revisited",
+                     (json_int_t)c->revisited, "unchanged", (json_int_t)c->unchanged,
+                     "not_modified", (json_int_t)c->not_modified, "same_digest",
+                     (json_int_t)c->same_digest, "changed", (json_int_t)c->changed, "gone",
+                     (json_int_t)c->gone, "other", (json_int_t)c->other, "new",
+                     (json_int_t)c->new_pages, "bytes_saved", (json_int_t)c->bytes_saved);
+}
+
+/* The re-crawl's figures: totals, due rows, the interval histogram (bucket
+ * k counts intervals in [2^k, 2^(k+1)) s; only non-empty ones), the busiest
+ * hosts. */
+static json_t *recrawl_json(const recrawl_stats *r)
+{
+    json_t *j = counts_json(&r->total);
+    if (j == NULL)
+        return NULL;
+    json_object_set_new(j, "enabled", json_boolean(r->enabled));
+    json_object_set_new(j, "promoted", json_integer((json_int_t)r->promoted));
+    json_object_set_new(j, "due_now", json_integer((json_int_t)r->due_now));
+    json_object_set_new(j, "next_due_ms", json_integer((json_int_t)r->next_due_ms));
+    json_t *iv = json_object();
+    for (int k = 0; k < RECRAWL_BUCKETS; k++)
+        if (r->intervals[k] > 0) {
+            char name[24];
+            snprintf(name, sizeof name, "%lld", 1LL << k);
+            json_object_set_new(iv, name, json_integer((json_int_t)r->intervals[k]));
+        }
+    json_object_set_new(j, "intervals_s", iv);
+    json_t *hosts = json_object();
+    for (size_t i = 0; i < r->ntop; i++)
+        json_object_set_new(hosts, r->top[i].host, counts_json(&r->top[i].c));
+    json_object_set_new(j, "hosts", hosts);
+    json_object_set_new(j, "hosts_total", json_integer((json_int_t)r->hosts));
+    return j;
 }
 
 json_t *status_json(const crawl_status *st)
@@ -139,6 +176,8 @@ json_t *status_json(const crawl_status *st)
         json_decref(kinds);
     if (j && st->gens.generations > 0)
         json_object_set_new(j, "retention", status_retention_json(st));
+    if (j)
+        json_object_set_new(j, "recrawl", recrawl_json(&st->recrawl));
     if (j && st->archiving)
         json_object_set_new(j, "archive", json_pack("{s:I, s:I}", "responses",
                                                     (json_int_t)st->archived, "revisits",
@@ -265,6 +304,35 @@ void status_metrics(FILE *f, const crawl_status *st)
             (unsigned long long)st->req.sheets, (unsigned long long)st->req.refs,
             (unsigned long long)st->req.imports, (unsigned long long)st->req.dropped,
             (unsigned long long)st->req.truncated);
+    const recrawl_stats *rs = &st->recrawl;
+    fprintf(f, "# HELP crawld_recrawl_total Re-fetches of known pages by what they found, and"
+               " first fetches (new).\n# TYPE crawld_recrawl_total counter\n"
+               "crawld_recrawl_total{result=\"revisited\"} %lld\n"
+               "crawld_recrawl_total{result=\"not_modified\"} %lld\n"
+               "crawld_recrawl_total{result=\"same_digest\"} %lld\n"
+               "crawld_recrawl_total{result=\"changed\"} %lld\n"
+               "crawld_recrawl_total{result=\"gone\"} %lld\n"
+               "crawld_recrawl_total{result=\"other\"} %lld\n"
+               "crawld_recrawl_total{result=\"new\"} %lld\n"
+               "# HELP crawld_recrawl_bytes_saved_total Payload bytes 304 answers did not send.\n"
+               "# TYPE crawld_recrawl_bytes_saved_total counter\n"
+               "crawld_recrawl_bytes_saved_total %lld\n"
+               "# HELP crawld_recrawl_due URLs whose time has come and are not fetched yet.\n"
+               "# TYPE crawld_recrawl_due gauge\ncrawld_recrawl_due %lld\n"
+               "# HELP crawld_recrawl_next_due_seconds Unix time the next URL falls due (-1: none).\n"
+               "# TYPE crawld_recrawl_next_due_seconds gauge\n"
+               "crawld_recrawl_next_due_seconds %.3f\n",
+            (long long)rs->total.revisited, (long long)rs->total.not_modified,
+            (long long)rs->total.same_digest, (long long)rs->total.changed,
+            (long long)rs->total.gone, (long long)rs->total.other, (long long)rs->total.new_pages,
+            (long long)rs->total.bytes_saved, (long long)rs->due_now,
+            rs->next_due_ms < 0 ? -1.0 : (double)rs->next_due_ms / 1000.0);
+    fprintf(f, "# HELP crawld_recrawl_intervals Scheduled URLs by interval, le = bucket top in"
+               " seconds.\n# TYPE crawld_recrawl_intervals gauge\n");
+    for (int k = 0; k < RECRAWL_BUCKETS; k++)
+        if (rs->intervals[k] > 0)
+            fprintf(f, "crawld_recrawl_intervals{le=\"%lld\"} %lld\n", 2LL << k,
+                    (long long)rs->intervals[k]);
     fprintf(f, "# HELP crawld_links_rejected_total Links the URL parser refused, by reason.\n"
                "# TYPE crawld_links_rejected_total counter\n");
     for (int r = URL_OK + 1; r < URL_REJ_COUNT; r++)

@@ -1,6 +1,8 @@
 /* crawler/summary: dedup and crawl figures, JSON in, text out. */
 #include "summary.h"
 
+#include <time.h>
+
 #include <string.h>
 
 static long long geti(const json_t *o, const char *path)
@@ -171,6 +173,25 @@ void summary_crawl_print(FILE *f, const json_t *st)
             geti(st, "frontier.done"), geti(st, "frontier.failed"), geti(st, "frontier.retries"),
             geti(st, "frontier.robots_excluded"), geti(st, "frontier.politeness_waits"),
             geti(st, "frontier.memory"), geti(st, "frontier.hosts_active"));
+    if (json_is_true(json_object_get(json_object_get(st, "recrawl"), "enabled")) ||
+        geti(st, "recrawl.revisited") > 0) {
+        long long next = geti(st, "recrawl.next_due_ms");
+        char when[48] = "none";
+        if (next > 0) {
+            time_t t = (time_t)(next / 1000);
+            struct tm tm;
+            gmtime_r(&t, &tm);
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        }
+        fprintf(f, "  recrawl: %lld revisited: %lld unchanged (%lld 304, %lld same digest), %lld"
+                   " changed, %lld gone, %lld other; %lld new; %.1f MiB not sent (304); due now"
+                   " %lld, next due %s\n",
+                geti(st, "recrawl.revisited"), geti(st, "recrawl.unchanged"),
+                geti(st, "recrawl.not_modified"), geti(st, "recrawl.same_digest"),
+                geti(st, "recrawl.changed"), geti(st, "recrawl.gone"), geti(st, "recrawl.other"),
+                geti(st, "recrawl.new"), (double)geti(st, "recrawl.bytes_saved") / 1048576.0,
+                geti(st, "recrawl.due_now"), when);
+    }
     if (json_object_get(st, "archive"))
         fprintf(f, "  archive: %lld responses, %lld revisits (duplicate content)\n",
                 geti(st, "archive.responses"), geti(st, "archive.revisits"));

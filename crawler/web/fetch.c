@@ -73,7 +73,8 @@ struct xfer {
     enum slot_state state;
     CURL *easy;                /* made on first use, then reused */
     fetch_job job;             /* job.url is url below */
-    char *url;                 /* owned */
+    char *url;                 /* owned; also holds the job's validators */
+    struct curl_slist *cond;   /* the worker's headers + the validators, or NULL */
     int64_t t0_ns;
     cr_buf head;               /* current header block, capped */
     cr_buf fields;             /* NUL-terminated copies of parsed fields */
@@ -603,6 +604,8 @@ static void slot_release(struct worker *w, struct xfer *x)
     fetcher *f = w->f;
     cr_free(x->url);
     x->url = NULL;
+    curl_slist_free_all(x->cond);
+    x->cond = NULL;
     memset(&x->job, 0, sizeof x->job);
     decoder_free(x->dec);
     x->dec = NULL;
@@ -694,6 +697,37 @@ static void xfer_finish(struct worker *w, struct xfer *x, CURLcode cc)
     slot_release(w, x);
 }
 
+/* x->cond: the worker's request headers plus the job's validators (a
+ * re-crawl's conditional request). Worker thread. */
+static CURLcode conditional_headers(struct worker *w, struct xfer *x)
+{
+    struct curl_slist *l = NULL;
+    char line[1100];
+    for (const struct curl_slist *h = w->req_headers; h; h = h->next) {
+        struct curl_slist *n = curl_slist_append(l, h->data);
+        if (n == NULL)
+            goto oom;
+        l = n;
+    }
+    const char *v[2] = {x->job.if_none_match, x->job.if_modified_since};
+    const char *name[2] = {"If-None-Match", "If-Modified-Since"};
+    for (int i = 0; i < 2; i++) {
+        if (v[i] == NULL)
+            continue;
+        snprintf(line, sizeof line, "%s: %s", name[i], v[i]);
+        struct curl_slist *n = curl_slist_append(l, line);
+        if (n == NULL)
+            goto oom;
+        l = n;
+    }
+    curl_slist_free_all(x->cond);
+    x->cond = l;
+    return CURLE_OK;
+oom:
+    curl_slist_free_all(l);
+    return CURLE_OUT_OF_MEMORY;
+}
+
 /* Configures the slot's easy handle for its job and adds it to the multi. */
 static void xfer_start(struct worker *w, struct xfer *x)
 {
@@ -742,7 +776,9 @@ static void xfer_start(struct worker *w, struct xfer *x)
     SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_HTTP_CONTENT_DECODING, 0L);
     SET(CURLOPT_HTTP_TRANSFER_DECODING, 1L);
-    SET(CURLOPT_HTTPHEADER, w->req_headers);
+    if (c == CURLE_OK && (x->job.if_none_match || x->job.if_modified_since))
+        c = conditional_headers(w, x);
+    SET(CURLOPT_HTTPHEADER, x->cond ? x->cond : w->req_headers);
     SET(CURLOPT_USERAGENT, f->user_agent);
     SET(CURLOPT_PROXY, f->proxy ? f->proxy : "");
     if (f->proxy)
@@ -979,6 +1015,7 @@ static void worker_release(struct worker *w)
             curl_easy_cleanup(x->easy);
         decoder_free(x->dec);
         cr_free(x->url);
+        curl_slist_free_all(x->cond);
         cr_buf_release(&x->head);
         cr_buf_release(&x->fields);
         cr_buf_release(&x->req);
@@ -1095,6 +1132,18 @@ static struct worker *least_loaded(fetcher *f)
     return best;
 }
 
+/* A validator worth sending: 1..1024 bytes, no control byte. */
+static size_t validator_len(const char *v)
+{
+    size_t n = v ? strnlen(v, 1025) : 0;
+    if (n == 0 || n > 1024)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+            return 0;
+    return n;
+}
+
 int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms)
 {
     if (job == NULL || job->url == NULL)
@@ -1102,9 +1151,18 @@ int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms)
     size_t ulen = strnlen(job->url, FETCH_MAX_URL_BYTES + 1);
     if (ulen > FETCH_MAX_URL_BYTES)
         return -EINVAL;
-    char *url = cr_strndup(job->url, ulen);
+    /* one allocation: the URL, then the validators (NUL-terminated each) */
+    size_t nl = validator_len(job->if_none_match), ml = validator_len(job->if_modified_since);
+    char *url = cr_malloc(ulen + nl + ml + 3);
     if (url == NULL)
         return -ENOMEM;
+    memcpy(url, job->url, ulen);
+    url[ulen] = '\0';
+    char *inm = url + ulen + 1, *ims = inm + nl + 1;
+    memcpy(inm, nl ? job->if_none_match : "", nl);
+    inm[nl] = '\0';
+    memcpy(ims, ml ? job->if_modified_since : "", ml);
+    ims[ml] = '\0';
     if (tls_worker != NULL)
         timeout_ms = 0; /* a fetcher thread must never wait for itself */
 
@@ -1138,6 +1196,8 @@ int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms)
             x->url = url;
             x->job = *job;
             x->job.url = url;
+            x->job.if_none_match = nl ? inm : NULL;
+            x->job.if_modified_since = ml ? ims : NULL;
             if (w->inbox_tail)
                 w->inbox_tail->next = x;
             else

@@ -68,6 +68,11 @@ typedef struct fetch_job {
     const char *url;           /* absolute http or https URL */
     unsigned hops;             /* redirect hops that led here; carried only */
     void *user;                /* opaque, handed back to every hook */
+    const char *if_none_match; /* re-crawl validators sent as If-None-Match and
+                                  If-Modified-Since; NULL or "": not sent; a
+                                  value with a control byte or over 1024 bytes
+                                  is not sent either. Copied. */
+    const char *if_modified_since;
 } fetch_job;
 
 /* What the server answered; given to on_response. Strings are

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 
+#include "tests/site/epoch.h"
 #include "tests/site/expect.h"
 #include "tests/site/server.h"
 #include "tests/site/site.h"
@@ -46,6 +47,13 @@ static const char usage[] =
 "  --port-file FILE     also write the port to FILE once listening\n"
 "  --log FILE           append one line per request: ms TAB host TAB method TAB\n"
 "                       raw target TAB status TAB body bytes\n"
+"The site over time (re-crawl tests; off without --epoch):\n"
+"  --epoch N            serve epoch N: ETag/Last-Modified and 304s; per epoch\n"
+"                       --change-pct P % of pages change (default 20), --remove-pct R %\n"
+"                       go for good (404/410, default 5), --add-pages K per host\n"
+"                       appear as /new/N-J.html linked from / (default 3)\n"
+"  --plain-host I       host index that sends no validators (default 1, b.test; -1 none)\n"
+"  --print-epoch        print what epoch N changed, removed and added (needs --port)\n"
 "Expected set (no server; needs --port, the port the crawler reaches):\n"
 "  --print-expected SCOPE  print, sorted, the canonical URLs a correct crawl from\n"
 "                       the seeds fetches; SCOPE: host (= domain here), prefix, all\n"
@@ -94,7 +102,8 @@ enum {
     O_SEED = 256, O_HOSTS, O_PAGES, O_DELAY, O_RETRY, O_FLAKY, O_CRAWL_DELAY, O_BIG, O_BOMB,
     O_NO_SPECIALS, O_LATENCY, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
     O_MAX_PATH, O_MAX_REPEAT, O_MAX_QUERY, O_MAX_URL, O_NOFOLLOW, O_REQUISITES, O_ROBOTS,
-    O_ANNOTATE, O_REQ_DEPTH, O_REQ_SAME_HOST, O_HELP
+    O_ANNOTATE, O_REQ_DEPTH, O_REQ_SAME_HOST,
+    O_EPOCH, O_CHANGE_PCT, O_REMOVE_PCT, O_ADD_PAGES, O_PLAIN_HOST, O_PRINT_EPOCH, O_HELP
 };
 
 static const struct option longopts[] = {
@@ -126,6 +135,12 @@ static const struct option longopts[] = {
     { "requisites-same-host", no_argument, NULL, O_REQ_SAME_HOST },
     { "with-robots", no_argument, NULL, O_ROBOTS },
     { "annotate", no_argument, NULL, O_ANNOTATE },
+    { "epoch", required_argument, NULL, O_EPOCH },
+    { "change-pct", required_argument, NULL, O_CHANGE_PCT },
+    { "remove-pct", required_argument, NULL, O_REMOVE_PCT },
+    { "add-pages", required_argument, NULL, O_ADD_PAGES },
+    { "plain-host", required_argument, NULL, O_PLAIN_HOST },
+    { "print-epoch", no_argument, NULL, O_PRINT_EPOCH },
     { "help", no_argument, NULL, O_HELP },
     { NULL, 0, NULL, 0 },
 };
@@ -134,6 +149,7 @@ typedef struct cli {
     site_opts site;
     expect_opts expect;
     int print_expected;
+    int print_epoch;
     const char *log_path;
     const char *port_file;
     int latency_ms;
@@ -283,6 +299,30 @@ static int parse_args(int argc, char **argv, cli *c)
         case O_ANNOTATE:
             c->expect.annotate = 1;
             break;
+        case O_EPOCH:
+            if (parse_long(name, optarg, 0, 1000, &v) != 0)
+                return -1;
+            c->site.epoch = (int)v;
+            break;
+        case O_CHANGE_PCT:
+        case O_REMOVE_PCT:
+            if (parse_long(name, optarg, 0, 100, &v) != 0)
+                return -1;
+            *(opt == O_CHANGE_PCT ? &c->site.change_pct : &c->site.remove_pct) = (int)v;
+            break;
+        case O_ADD_PAGES:
+            if (parse_long(name, optarg, 0, 1000, &v) != 0)
+                return -1;
+            c->site.add_pages = (int)v;
+            break;
+        case O_PLAIN_HOST:
+            if (parse_long(name, optarg, -1, SITE_MAX_HOSTS - 1, &v) != 0)
+                return -1;
+            c->site.plain_host = (int)v;
+            break;
+        case O_PRINT_EPOCH:
+            c->print_epoch = 1;
+            break;
         case 'h':
         case O_HELP:
             fputs(usage, stdout);
@@ -394,6 +434,18 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &c);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
+    if (c.print_epoch) {
+        site *es = site_new(&c.site);
+        if (es == NULL || c.site.epoch < 0) {
+            fputs(es ? "testsite: --print-epoch needs --epoch\n" : "testsite: out of memory\n",
+                  stderr);
+            site_free(es);
+            return es ? 2 : 1;
+        }
+        rc = epoch_print(es, stdout);
+        site_free(es);
+        return rc == 0 && fflush(stdout) == 0 ? 0 : 1;
+    }
     if (!c.print_expected)
         return serve(&c);
 

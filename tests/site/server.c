@@ -8,6 +8,7 @@
  * the trickling page) are produced by content-reader callbacks, never held. */
 #include "tests/site/server.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "tests/site/epoch.h"
 #include "tests/site/payload.h"
 
 struct server {
@@ -221,7 +223,45 @@ typedef struct answer {
     int status;
     struct MHD_Response *resp;
     unsigned long long bytes;
+    const char *inm, *ims; /* If-None-Match, If-Modified-Since; NULL = absent */
 } answer;
+
+/* ---- the site over time (epoch.h): validators and 304 ---- */
+
+/* Turns a 200 whose body is in b into its epoch-mode answer: ETag and
+ * Last-Modified on it, or an empty 304 when the request's validators
+ * match (If-None-Match decides when present, RFC 9110 13.2.2). a->resp
+ * is made here. 0 or -ENOMEM. */
+static int epoch_answer(server *srv, int h, const char *target, cr_buf *b, answer *a)
+{
+    uint64_t x = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < b->len; i++)
+        x = (x ^ (unsigned char)b->data[i]) * 0x100000001b3ull;
+    char etag[40], lm[40];
+    snprintf(etag, sizeof etag, "\"%016llx\"", (unsigned long long)x);
+    time_t t = (time_t)epoch_last_modified(srv->s, h, target);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(lm, sizeof lm, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    bool fresh = false;
+    if (a->inm != NULL)
+        fresh = strstr(a->inm, etag) != NULL || strcmp(a->inm, "*") == 0;
+    else if (a->ims != NULL)
+        fresh = curl_getdate(a->ims, NULL) >= (time_t)t && curl_getdate(a->ims, NULL) != -1;
+    if (fresh) {
+        a->status = 304;
+        a->bytes = 0;
+        a->resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    } else {
+        a->bytes = b->len;
+        a->resp = from_buf(b);
+    }
+    if (a->resp == NULL)
+        return -ENOMEM;
+    MHD_add_response_header(a->resp, "ETag", etag);
+    MHD_add_response_header(a->resp, "Last-Modified", lm);
+    return 0;
+}
 
 static int html_answer(server *srv, int h, const char *target, const site_res *res, answer *a,
                        int trickle)
@@ -234,7 +274,13 @@ static int html_answer(server *srv, int h, const char *target, const site_res *r
         return rc;
     }
     a->bytes = body.len;
-    if (trickle) {
+    if (!trickle && a->status == 200 && epoch_validators(srv->s, h)) {
+        rc = epoch_answer(srv, h, target, &body, a);
+        cr_buf_release(&body);
+        if (rc == 0 && a->status == 200)
+            MHD_add_response_header(a->resp, "Content-Type", res->ctype);
+        return rc;
+    } else if (trickle) {
         size_t len = body.len;
         char *data = cr_buf_take(&body);
         a->resp = data != NULL ? from_reader(srv, len, data, read_trickle) : NULL;
@@ -343,13 +389,16 @@ static int route(server *srv, int h, const char *target, answer *a)
         rc = site_body(s, h, target, &res, &b);
         break;
     }
+    if (rc == 0 && a->resp == NULL && res.kind != SK_REDIRECT && a->status == 200 &&
+        epoch_validators(s, h))
+        rc = epoch_answer(srv, h, target, &b, a);
     if (rc == 0 && a->resp == NULL && res.kind != SK_REDIRECT) {
         a->bytes = b.len;
         a->resp = from_buf(&b);
     }
     if (rc == 0 && a->resp == NULL)
         rc = -ENOMEM;
-    if (rc == 0 && MHD_get_response_header(a->resp, "Content-Type") == NULL)
+    if (rc == 0 && a->status != 304 && MHD_get_response_header(a->resp, "Content-Type") == NULL)
         MHD_add_response_header(a->resp, "Content-Type", res.ctype);
     if (rc == 0 && res.kind == SK_RETRY)
         retry_after(srv, a->resp, res.n == 1);
@@ -425,7 +474,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
     server *srv = cls;
     request *rq = *req_cls;
-    answer a = { 0, NULL, 0 };
+    answer a = { 0, NULL, 0, NULL, NULL };
     cr_buf canon;
     char host[256];
     (void)version;
@@ -456,6 +505,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     int h = hv != NULL ? site_host_index(srv->s, hv, strlen(hv)) : -1;
     int head = strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 
+    a.inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
+    a.ims = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Modified-Since");
     cr_buf_init(&canon, SITE_TARGET_MAX * 4);
     if (!head && strcmp(method, MHD_HTTP_METHOD_GET) != 0) {
         text_answer(&a, 405, "405 only GET and HEAD\n");

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "tests/site/epoch.h"
 
 #define ROBOTS_RULES 6
 
@@ -65,6 +66,11 @@ void site_opts_default(site_opts *o)
     snprintf(o->crawl_delay, sizeof(o->crawl_delay), "1");
     o->big_bytes = 12u << 20;
     o->bomb_mib = 1024;
+    o->epoch = -1;
+    o->change_pct = 20;
+    o->remove_pct = 5;
+    o->add_pages = 3;
+    o->plain_host = 1;
 }
 
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
@@ -393,7 +399,8 @@ enum {
     H_REPLAY,
     H_CHAIN,
     H_LOOP,
-    H_SEARCH
+    H_SEARCH,
+    H_NEW            /* a page added at an epoch (epoch.h) */
 };
 
 #define CT_HTML "text/html; charset=utf-8"
@@ -616,14 +623,34 @@ static void res_set(site_res *r, site_kind kind, int status, int html, const cha
     r->parsed = (kind == SK_HTML || kind == SK_FLAKY || kind == SK_SLOW || kind == SK_TRICKLE);
 }
 
+void site_page_target(long i, char *out, size_t cap)
+{
+    page_target(i, out, cap);
+}
+
+long site_page_of(const site *s, const char *target)
+{
+    return page_of(s, target);
+}
+
 int site_lookup(const site *s, int h, const char *t, site_res *r)
 {
     long k;
-    (void)h;
     long pg = page_of(s, t);
+    if (pg >= 0 && epoch_removed(s, h, pg)) {
+        res_set(r, SK_STATUS, epoch_removed(s, h, pg), 0, CT_TEXT);
+        return 0;
+    }
     if (pg >= 0) {
         res_set(r, SK_HTML, 200, H_REGULAR, CT_HTML);
         r->page = pg;
+        return 0;
+    }
+    int ek, ej;
+    if (epoch_new_of(s, t, &ek, &ej) == 0) {
+        res_set(r, SK_HTML, 200, H_NEW, CT_HTML);
+        r->page = ek;
+        r->n = ej;
         return 0;
     }
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
@@ -1122,6 +1149,35 @@ static void g_nav(gen *g)
     g_puts(g, "</nav>\n");
 }
 
+/* The site over time (epoch.h), after the rest of a regular page (so the
+ * seeded stream draws the same links at every epoch): the revision, and on
+ * the home page the pages added so far. */
+static void gen_epoch_tail(gen *g, long i)
+{
+    const site_opts *o = &g->s->o;
+    int rev = epoch_revision(g->s, g->host, i, NULL);
+    if (rev > 0)
+        g_printf(g, "<p class=\"rev\">revision %d</p>\n", rev);
+    for (int k = 1; i == 0 && k <= o->epoch; k++)
+        for (int j = 0; j < o->add_pages; j++) {
+            char t[64];
+            snprintf(t, sizeof t, "/new/%d-%d.html", k, j);
+            g_puts(g, "<p>");
+            g_a(g, g->host, t, F_ABS_PATH, "new", NULL);
+            g_puts(g, "</p>\n");
+        }
+}
+
+static void gen_new(gen *g, long k, int j)
+{
+    g_head(g, "new page");
+    g_puts(g, "</head><body>\n");
+    g_nav(g);
+    g_printf(g, "<h1>Added at epoch %ld, number %d</h1>\n", k, j);
+    g_filler(g, 30);
+    g_puts(g, "</body></html>\n");
+}
+
 static void gen_regular(gen *g, long i)
 {
     const site *s = g->s;
@@ -1190,6 +1246,8 @@ static void gen_regular(gen *g, long i)
     }
     g_puts(g, "</ul>\n");
     g_filler(g, 10 + rng_below(&g->rng, 30));
+    if (epoch_on(s))
+        gen_epoch_tail(g, i);
     g_puts(g, "</body></html>\n");
 }
 
@@ -1522,6 +1580,9 @@ int site_html(const site *s, int h, const char *target, const site_res *r, cr_bu
         break;
     case H_SEARCH:
         gen_trap(&g, target, 1, r->page);
+        break;
+    case H_NEW:
+        gen_new(&g, r->page, r->n);
         break;
     case H_NAVONLY:
     default:

@@ -40,6 +40,12 @@ typedef struct site_opts {
     char crawl_delay[16];     /* Crawl-delay of b.test's robots.txt */
     uint64_t big_bytes;       /* /big/huge.html and /big/chunked.html */
     int bomb_mib;             /* decoded size of /big/bomb.html */
+    /* the site over time (epoch.h): off while epoch < 0 */
+    int epoch;                /* -1 = off */
+    int change_pct;           /* share of pages changed per epoch, 0..100 */
+    int remove_pct;           /* share of pages removed per epoch, 0..100 */
+    int add_pages;            /* pages added per host per epoch */
+    int plain_host;           /* host index that sends no validators; -1 none */
 } site_opts;
 
 void site_opts_default(site_opts *o /* OUT */);
@@ -95,6 +101,11 @@ typedef struct site_res {
     const char *ctype;     /* Content-Type */
     int parsed;            /* 1 when a crawler must parse the body for links */
 } site_res;
+
+/* Target of regular page i into out ("/", "/secK/", ...); the regular page
+ * number of a canonical target, or -1. */
+void site_page_target(long i, char *out, size_t cap);
+long site_page_of(const site *s, const char *target);
 
 /* Looks up a canonical target. 0 with *r filled, or -ENOENT (answer 404). */
 int site_lookup(const site *s, int h, const char *target, site_res *r /* OUT */);

@@ -17,7 +17,8 @@
 //     WARC-Concurrent-To names a record that exists;
 //   - every revisit's WARC-Refers-To-Target-URI + -Date name a response
 //     record (in any of the files) with the same payload digest and the id
-//     given in WARC-Refers-To.
+//     given in WARC-Refers-To; a server-not-modified revisit (a 304 of a
+//     re-crawl) names its original the same way, with its payload digest.
 // For every line of FILE's .cdxj index: the slice [offset, offset+length)
 // of the file parses as exactly one record, the response or revisit of the
 // line's URL, date and digest; the key equals warcio's getSurt(url); the
@@ -34,7 +35,7 @@ import { WARCParser, CDXIndexer, getSurt } from "warcio";
 
 const counts = {
   files: 0, records: 0, warcinfo: 0, request: 0, response: 0, revisit: 0, other: 0,
-  block_digest_ok: 0, payload_digest_ok: 0, content_ok: 0, revisit_ok: 0,
+  block_digest_ok: 0, payload_digest_ok: 0, content_ok: 0, revisit_ok: 0, revisit_not_modified_ok: 0,
   concurrent_ok: 0, cdxj_lines: 0, cdxj_ok: 0, bad: 0, warnings: 0,
 };
 const errors = [];
@@ -284,7 +285,14 @@ async function main() {
   }
   for (const r of revisits) {
     const orig = responses.get(r.uri + " " + r.date);
-    if (r.profile !== "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest")
+    if (r.profile === "http://netpreserve.org/warc/1.1/revisit/server-not-modified") {
+      // a 304 to a re-crawl's conditional request: no payload of its own;
+      // it must name the stored original (and its id when it gives one)
+      if (!orig) bad(`${r.name}@${r.offset}: not-modified revisit refers to ${r.uri} ${r.date}: no such response`);
+      else if (r.refersTo && orig.id !== r.refersTo) bad(`${r.name}@${r.offset}: WARC-Refers-To ${r.refersTo} != ${orig.id}`);
+      else if (r.digest !== orig.digest) bad(`${r.name}@${r.offset}: not-modified revisit digest ${r.digest} != original ${orig.digest}`);
+      else counts.revisit_not_modified_ok++;
+    } else if (r.profile !== "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest")
       bad(`${r.name}@${r.offset}: revisit profile ${r.profile}`);
     else if (!orig) bad(`${r.name}@${r.offset}: revisit refers to ${r.uri} ${r.date}: no such response`);
     else if (orig.digest !== r.digest) bad(`${r.name}@${r.offset}: revisit digest ${r.digest} != original ${orig.digest}`);

@@ -1,0 +1,465 @@
+/* tests/test_recrawl: the re-crawl end to end, against the test site's
+ * epochs (tests/site/epoch.c): crawl epoch 0, restart the site at epoch 1
+ * on the same port, run crawld again on the same state.
+ *
+ * Hosts: a.test sends ETag/Last-Modified (304s), b.test sends none (the
+ * payload digest decides). The site's request log and crawld's database
+ * are the witnesses; warcio (tests/warc/check.sh) reads every WARC. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "tests/support/proc.h"
+#include "tests/support/testsite.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGES "60"
+
+static char workdir[128];
+static testsite site;
+static int port;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(workdir, sizeof workdir, "/tmp/crawld-test-recrawl-XXXXXX");
+    return mkdtemp(workdir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    testsite_stop(&site);
+    const char *argv[] = { "/bin/rm", "-rf", workdir, NULL };
+    proc_run(argv, NULL, 0, NULL, NULL);
+    return 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+}
+
+/* (Re)starts the site at epoch e (on the first port once there is one). */
+static void site_at(int e, const char *latency_ms)
+{
+    char ep[16];
+    snprintf(ep, sizeof ep, "%d", e);
+    const char *args[] = { "--epoch", ep, "--pages", PAGES, "--hosts", "2", "--no-specials",
+                           "--plain-host", "1", "--change-pct", "25", "--remove-pct", "10",
+                           "--add-pages", "3", "--latency-ms", latency_ms ? latency_ms : "0",
+                           NULL };
+    testsite_stop(&site);
+    int rc = port ? testsite_start_on(&site, port, args) : testsite_start(&site, args);
+    assert_int_equal(rc, 0);
+    port = site.port;
+}
+
+static const char *write_config(const char *name, const char *recrawl)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s.toml", workdir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "[crawl]\nseeds = [\"http://a.test:%d/\", \"http://b.test:%d/\"]\nscope = \"domain\"\n"
+            "[archive]\nwarc = true\n"
+            "[fetch]\nresolve = [\"a.test:%d:127.0.0.1\", \"b.test:%d:127.0.0.1\"]\n"
+            "timeout_ms = 5000\nconnections = 8\n"
+            "[politeness]\ndelay_ms = 0\ndelay_factor = 0.0\nobey_robots = false\n"
+            "[storage]\nstate_dir = \"%s/%s\"\n[control]\nlisten = \"\"\n[recrawl]\n%s\n",
+            port, port, port, port, workdir, name, recrawl);
+    fclose(f);
+    return path;
+}
+
+static void run_ok(const char *cfg, const char *const *extra)
+{
+    const char *args[16] = { "run", "-c", cfg };
+    int n = 3;
+    for (; extra && *extra && n < 15; extra++)
+        args[n++] = *extra;
+    args[n] = NULL;
+    cr_buf out, err;
+    cr_buf_init(&out, 0);
+    cr_buf_init(&err, 0);
+    int rc = proc_crawld(args, NULL, &out, &err);
+    if (rc != 0)
+        fail_msg("crawld run exited %d: %s", rc, err.data ? err.data : "");
+    cr_buf_release(&out);
+    cr_buf_release(&err);
+}
+
+/* The site's log: GET requests other than robots.txt, from line `from`. */
+typedef struct reqs {
+    testsite_req *v;
+    size_t n;
+} reqs;
+
+static void read_log(reqs *r)
+{
+    assert_int_equal(testsite_log_read(&site, &r->v, &r->n), 0);
+}
+
+static size_t count_target(const reqs *r, const char *host, const char *target, int status)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->v[i].host, host) == 0 && strcmp(r->v[i].target, target) == 0 &&
+            (status == 0 || r->v[i].status == status))
+            k++;
+    return k;
+}
+
+static int64_t sql_int(const char *state, const char *sql)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/crawld.db", workdir, state);
+    sqlite3 *c = NULL;
+    sqlite3_stmt *s = NULL;
+    int64_t v = -1;
+    if (sqlite3_open_v2(path, &c, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(c, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(c);
+    return v;
+}
+
+/* What the site's epoch e changed, removed and added ("KIND\tURL" lines). */
+static char *epoch_lines(int e)
+{
+    char ep[16], pt[16];
+    snprintf(ep, sizeof ep, "%d", e);
+    snprintf(pt, sizeof pt, "%d", port);
+    const char *args[] = { "--epoch", ep, "--pages", PAGES, "--hosts", "2", "--no-specials",
+                           "--plain-host", "1", "--change-pct", "25", "--remove-pct", "10",
+                           "--add-pages", "3", "--port", pt, "--print-epoch", NULL };
+    char *out = NULL;
+    assert_int_equal(testsite_run(args, &out, NULL), 0);
+    return out;
+}
+
+/* Calls fn for each line of kind in text. */
+static size_t each_line(const char *text, const char *kind,
+                        void (*fn)(void *ud, const char *url), void *ud)
+{
+    size_t n = 0, kl = strlen(kind);
+    for (const char *p = text; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        if (len > kl && strncmp(p, kind, kl) == 0 && p[kl] == '\t') {
+            char url[512];
+            snprintf(url, sizeof url, "%.*s", (int)(len - kl - 1), p + kl + 1);
+            if (fn)
+                fn(ud, url);
+            n++;
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    return n;
+}
+
+typedef struct check_ctx {
+    const char *state;
+    const char *sql; /* ends in "url = ": the URL is appended, quoted */
+    int64_t want;
+    size_t bad;
+} check_ctx;
+
+static void check_row(void *ud, const char *url)
+{
+    check_ctx *c = ud;
+    char sql[1024];
+    snprintf(sql, sizeof sql, "%s'%s'", c->sql, url);
+    int64_t got = sql_int(c->state, sql);
+    if (got != c->want) {
+        print_message("%s: got %lld, want %lld\n", sql, (long long)got, (long long)c->want);
+        c->bad++;
+    }
+}
+
+static void warcio_ok(const char *state, long *not_modified_ok)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "sh tests/warc/check.sh %s/%s/warc/*.warc.gz", workdir, state);
+    const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+    cr_buf out, err;
+    cr_buf_init(&out, 0);
+    cr_buf_init(&err, 0);
+    int rc = proc_run(argv, NULL, 0, &out, &err);
+    if (rc == 77) {
+        print_message("SKIPPED the warcio read-back: node or npm is missing\n");
+        *not_modified_ok = -1;
+    } else {
+        if (rc != 0)
+            fail_msg("warcio check exited %d: %s %s", rc, out.data ? out.data : "",
+                     err.data ? err.data : "");
+        const char *p = strstr(out.data, "\"revisit_not_modified_ok\":");
+        assert_non_null(p);
+        *not_modified_ok = strtol(p + strlen("\"revisit_not_modified_ok\":"), NULL, 10);
+        print_message("warcio: %s", out.data);
+    }
+    cr_buf_release(&out);
+    cr_buf_release(&err);
+}
+
+/* Epoch 0, then epoch 1 on the same state: every known URL revisited once;
+ * a.test's unchanged pages answered 304 and archived as server-not-modified
+ * revisits; changed pages get new responses (and their change counted);
+ * removed ones are gone; the added ones are found; warcio reads it all and
+ * every revisit points at an original that exists. */
+static void epoch_one_recrawl(void **state)
+{
+    (void)state;
+    site_at(0, NULL);
+    const char *cfg = write_config("e1", "after_s = 1");
+    run_ok(cfg, NULL);
+    reqs r0;
+    read_log(&r0);
+    assert_true(r0.n > 100);
+    site_at(1, NULL); /* a fresh log */
+    sleep_ms(1100);   /* every page is due */
+    run_ok(cfg, NULL);
+    reqs r1;
+    read_log(&r1);
+    /* every URL of epoch 0 exactly once at epoch 1 */
+    size_t bad = 0, n304 = 0, b304 = 0;
+    for (size_t i = 0; i < r0.n; i++) {
+        size_t k = count_target(&r1, r0.v[i].host, r0.v[i].target, 0);
+        if (k != 1) {
+            print_message("%s%s requested %zu times at epoch 1\n", r0.v[i].host, r0.v[i].target, k);
+            bad++;
+        }
+    }
+    for (size_t i = 0; i < r1.n; i++) {
+        n304 += r1.v[i].status == 304;
+        b304 += r1.v[i].status == 304 && strcmp(r1.v[i].host, "b.test") == 0;
+        bad += r1.v[i].status == 304 && count_target(&r0, r1.v[i].host, r1.v[i].target, 0) != 1;
+    }
+    assert_int_equal(bad, 0);
+    assert_int_equal(b304, 0); /* b.test sends no validators */
+    assert_true(n304 > 20);
+    char *ep = epoch_lines(1);
+    size_t added = each_line(ep, "added", NULL, NULL);
+    assert_int_equal(r1.n, r0.n + added); /* the revisits and the new pages, nothing else */
+    /* the database agrees with the site */
+    check_ctx gone = { "e1", "SELECT gone FROM urls WHERE url = ", 1, 0 };
+    size_t removed = each_line(ep, "removed", check_row, &gone);
+    check_ctx changed = { "e1", "SELECT changes FROM urls WHERE url = ", 1, 0 };
+    size_t nchanged = each_line(ep, "changed", check_row, &changed);
+    check_ctx fresh = { "e1", "SELECT fetches FROM urls WHERE url = ", 1, 0 };
+    each_line(ep, "added", check_row, &fresh);
+    assert_int_equal(gone.bad + changed.bad + fresh.bad, 0);
+    assert_true(removed > 0 && nchanged > 0);
+    assert_int_equal(sql_int("e1", "SELECT count(*) FROM urls WHERE gone = 1"), (int64_t)removed);
+    assert_int_equal(sql_int("e1", "SELECT count(*) FROM urls WHERE http_status = 304"),
+                     (int64_t)n304);
+    assert_int_equal(sql_int("e1", "SELECT count(*) FROM urls WHERE changes > 0"),
+                     (int64_t)nchanged);
+    /* the figures say the same (crawld stats --json) */
+    char sd[256];
+    snprintf(sd, sizeof sd, "%s/e1", workdir);
+    cr_buf out;
+    cr_buf_init(&out, 0);
+    assert_int_equal(proc_crawld((const char *const[]){ "stats", "--state", sd, "--json", NULL },
+                                 NULL, &out, NULL),
+                     0);
+    char want[256];
+    snprintf(want, sizeof want, "\"not_modified\": %zu", n304);
+    if (strstr(out.data, want) == NULL) {
+        snprintf(want, sizeof want, "\"not_modified\":%zu", n304);
+        if (strstr(out.data, want) == NULL)
+            fail_msg("stats lack %s: %.2000s", want, out.data);
+    }
+    cr_buf_release(&out);
+    long nm_ok = 0;
+    warcio_ok("e1", &nm_ok);
+    if (nm_ok >= 0)
+        assert_int_equal(nm_ok, (long)n304);
+    cr_free(ep);
+    testsite_log_free(r0.v, r0.n);
+    testsite_log_free(r1.v, r1.n);
+}
+
+/* Adaptive intervals over three epochs: a page found changed comes back
+ * after half its interval, an unchanged one after twice it (after_s 2,
+ * within [1, 64]). */
+static void adaptive_three_epochs(void **state)
+{
+    (void)state;
+    site_at(0, NULL);
+    const char *cfg = write_config("ad", "after_s = 2\nadaptive = true\nmin_s = 1\nmax_s = 64");
+    run_ok(cfg, NULL);
+    assert_int_equal(sql_int("ad", "SELECT count(*) FROM urls WHERE interval_s <> 2"), 0);
+    site_at(1, NULL);
+    sleep_ms(2100);
+    run_ok(cfg, NULL);
+    char *e1 = epoch_lines(1);
+    check_ctx half = { "ad", "SELECT interval_s FROM urls WHERE url = ", 1, 0 };
+    size_t nch = each_line(e1, "changed", check_row, &half);
+    assert_int_equal(half.bad, 0);
+    assert_true(nch > 0);
+    assert_int_equal(sql_int("ad", "SELECT count(*) FROM urls WHERE gone = 0 AND changes = 0"
+                                   " AND fetches = 2 AND interval_s <> 4"),
+                     0);
+    site_at(2, NULL);
+    sleep_ms(4100);
+    run_ok(cfg, NULL);
+    /* the pairs of findings: changed twice 1 (clamped), changed then not
+     * 2, not then changed 2, unchanged twice 8 */
+    assert_int_equal(sql_int("ad", "SELECT count(*) FROM urls WHERE gone = 0 AND fetches = 3 AND"
+                                   " changes = 0 AND interval_s <> 8"),
+                     0);
+    assert_true(sql_int("ad", "SELECT count(*) FROM urls WHERE fetches = 3 AND changes = 0") > 0);
+    assert_int_equal(sql_int("ad", "SELECT count(*) FROM urls WHERE gone = 0 AND fetches = 3 AND"
+                                   " changes = 1 AND interval_s <> 2"),
+                     0);
+    assert_int_equal(sql_int("ad", "SELECT count(*) FROM urls WHERE gone = 0 AND fetches = 3 AND"
+                                   " changes = 2 AND interval_s <> 1"),
+                     0);
+    assert_true(sql_int("ad", "SELECT count(*) FROM urls WHERE fetches = 3 AND changes = 1") > 0);
+    cr_free(e1);
+}
+
+static size_t log_lines(void)
+{
+    reqs r;
+    read_log(&r);
+    size_t n = r.n;
+    testsite_log_free(r.v, r.n);
+    return n;
+}
+
+/* SIGKILL in the middle of a re-crawl: the next run finishes it; no URL is
+ * lost, none is fetched again but those crawld says were in flight, and
+ * afterwards nothing is due twice (a run right after fetches nothing). */
+static void sigkill_during_recrawl(void **state)
+{
+    (void)state;
+    site_at(0, NULL);
+    const char *cfg = write_config("kill", "after_s = 1");
+    run_ok(cfg, NULL);
+    reqs r0;
+    read_log(&r0);
+    site_at(1, "5"); /* slower answers: the kill lands mid-crawl */
+    sleep_ms(1100);
+    char errfile[256];
+    snprintf(errfile, sizeof errfile, "%s/kill.err", workdir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fe = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fn = open("/dev/null", O_RDWR);
+        dup2(fn, 0);
+        dup2(fn, 1);
+        dup2(fe, 2);
+        execl(proc_crawld_path(), "crawld", "run", "-c", cfg, "--set", "recrawl.after_s=3600",
+              (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 2000 && log_lines() < r0.n / 2; i++)
+        sleep_ms(5);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    const char *args[] = { "run", "-c", cfg, "--set", "recrawl.after_s=3600", NULL };
+    assert_int_equal(proc_crawld(args, NULL, NULL, &err), 0);
+    long again = 0;
+    for (const char *p = err.data; p && (p = strstr(p, "crawld: the last run ")) != NULL; p++) {
+        const char *q = strstr(p + strlen("crawld: the last run "), ": ");
+        long n;
+        if (q && sscanf(q, ": %ld URLs had been requested", &n) == 1)
+            again += n;
+    }
+    reqs r1;
+    read_log(&r1);
+    size_t missing = 0, twice = 0;
+    for (size_t i = 0; i < r0.n; i++) {
+        size_t k = count_target(&r1, r0.v[i].host, r0.v[i].target, 0);
+        missing += k == 0;
+        twice += k > 1;
+    }
+    print_message("sigkill: %zu of %zu URLs fetched twice, %ld reported in flight\n", twice, r0.n,
+                  again);
+    if ((long)twice > again)
+        print_message("second run said: %s\n", err.data ? err.data : "");
+    assert_int_equal(missing, 0);
+    assert_true((long)twice <= again);
+    assert_int_equal(sql_int("kill", "SELECT count(*) FROM urls WHERE state IN (0, 1)"), 0);
+    /* nothing is due now: a third run asks the site for nothing */
+    size_t before = r1.n;
+    assert_int_equal(proc_crawld(args, NULL, NULL, NULL), 0);
+    assert_int_equal(log_lines(), before);
+    cr_buf_release(&err);
+    testsite_log_free(r0.v, r0.n);
+    testsite_log_free(r1.v, r1.n);
+}
+
+/* With crawl.daemon = true, rows are fetched again as they fall due (after_s
+ * 1), never before: the gap between two fetches of a URL is >= 1 s. */
+static void daemon_serves_due_rows(void **state)
+{
+    (void)state;
+    site_at(0, NULL);
+    const char *cfg = write_config("dm", "after_s = 1");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fn = open("/dev/null", O_RDWR);
+        dup2(fn, 0);
+        dup2(fn, 1);
+        dup2(fn, 2);
+        execl(proc_crawld_path(), "crawld", "run", "-c", cfg, "--set", "crawl.daemon=true",
+              (char *)NULL);
+        _exit(127);
+    }
+    sleep_ms(3500);
+    kill(pid, SIGTERM);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    reqs r;
+    read_log(&r);
+    size_t again = 0, early = 0;
+    for (size_t i = 0; i < r.n; i++)
+        for (size_t k = i + 1; k < r.n; k++)
+            if (strcmp(r.v[i].host, r.v[k].host) == 0 && strcmp(r.v[i].target, r.v[k].target) == 0) {
+                again++;
+                early += r.v[k].ms - r.v[i].ms < 1000 - 50; /* the site logs arrival times */
+                break;
+            }
+    print_message("daemon: %zu requests, %zu repeats, %zu too early\n", r.n, again, early);
+    assert_true(again > 50);
+    assert_int_equal(early, 0);
+    testsite_log_free(r.v, r.n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(epoch_one_recrawl),
+        cmocka_unit_test(adaptive_three_epochs),
+        cmocka_unit_test(sigkill_during_recrawl),
+        cmocka_unit_test(daemon_serves_due_rows),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
