@@ -334,7 +334,7 @@ static void test_history_store_gives_up(void **state)
     db *d = open_ok(f->dir);
     add_done(d, 1);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(setenv("CRAWLD_FAULTS", "2:full:1000000", 1), 0);
+    assert_int_equal(setenv("CRAWLD_FAULTS", "1:full:1000000", 1), 0);
     char err[256];
     db_opts o = { .max_stall_ms = 300 };
     d = db_open(f->dir, &o, err, sizeof err);
