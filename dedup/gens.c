@@ -58,8 +58,14 @@ int gens_opts_check(const gens_opts *o, char *err, size_t errlen)
 void gens_gen_params(const bloom_params *p, const gens_opts *o, bloom_params *out)
 {
     *out = *p;
-    if (o->retention_s > 0)
+    if (o->retention_s > 0) {
+        /* a window holds about 1/generations of the retention's keys; the
+         * chain grows past that as usual */
+        out->expected_items = p->expected_items / o->generations;
+        if (out->expected_items < 1)
+            out->expected_items = 1;
         out->fp_rate = p->fp_rate / (double)(o->generations + 1);
+    }
 }
 
 static void rd_lock(gens *g)

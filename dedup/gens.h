@@ -8,8 +8,9 @@
  * new window; gens_drop drops each generation whose window ended more than
  * retention_s ago, so the ring holds at most generations + 1 filters and
  * every key added or refreshed within the last retention_s answers MAYBE.
- * Each generation is sized at fp_rate / (generations + 1), so a query over
- * all of them stays within fp_rate.
+ * Each generation is sized for expected_items / generations keys at
+ * fp_rate / (generations + 1), so a query over all of them stays within
+ * fp_rate (each chain still grows and tightens past its size).
  *
  * Stamps: a key's stamp is the start (Unix seconds) of the window of the
  * generation it went into; the store keeps it as the row's last-linked
@@ -45,8 +46,9 @@ typedef struct gens_opts {
  * otherwise -EINVAL and a reason in err. */
 int gens_opts_check(const gens_opts *o, char *err, size_t errlen);
 
-/* The parameters each generation is built with: p with fp_rate divided by
- * the most generations that can be live at once. OUT: out */
+/* The parameters each generation is built with: p with expected_items
+ * divided by generations and fp_rate by the most generations that can be
+ * live at once. OUT: out */
 void gens_gen_params(const bloom_params *p, const gens_opts *o, bloom_params *out);
 
 /* A new ring whose first window starts at now (Unix seconds). p is the
