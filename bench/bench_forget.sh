@@ -76,7 +76,7 @@ delay_ms = 0
 delay_factor = 0.0
 backoff_ms = 100
 [dedup]
-expected_urls = 20000
+expected_urls = 1000
 $2
 [recrawl]
 after_s = $(( (ESEC + 1) / 2 ))

@@ -1385,8 +1385,9 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     st->fpr_predicted = st->bloom.fpr_model;
     gens_stats_get(seen_gens(c->s), &st->gens);
     if (st->gens.generations > 0) { /* the ring's, not its newest filter's */
-        st->fpr_bound = c->cfg->dedup.fp_rate;
-        st->fpr_predicted = st->gens.fpr_model;
+        st->fpr_bound = st->bloom.fpr_bound = c->cfg->dedup.fp_rate;
+        st->fpr_predicted = st->bloom.fpr_model = st->gens.fpr_model;
+        st->bloom.memory_bytes = st->gens.memory_bytes + st->gens.ghost_bytes;
     }
     st->bloom_fill = st->bloom.fill;
     st->bloom_stages = st->bloom.stages_total;

@@ -22,6 +22,7 @@ struct retention {
     _Atomic int64_t last_step;/* rows the last step deleted (-1: none yet) */
     _Atomic int step_failed;
     uint64_t rotations, kept, steps;
+    int64_t next_check;      /* no window ends before (Unix s) */
 };
 
 retention *retention_new(seen *s, db *d, FILE *log)
@@ -115,7 +116,7 @@ static int rotate(retention *r, int64_t now)
 
 int retention_tick(retention *r, int64_t now_s)
 {
-    if (atomic_load(&r->in_flight))
+    if (atomic_load(&r->in_flight) || (!r->forgetting && now_s < r->next_check))
         return 0;
     if (atomic_exchange(&r->step_failed, 0))
         r->forgetting = 1; /* the step was rolled back: run it again */
@@ -132,7 +133,12 @@ int retention_tick(retention *r, int64_t now_s)
             atomic_store(&r->in_flight, 0);
         return rc;
     }
-    return rotate(r, now_s);
+    int rc = rotate(r, now_s);
+    /* nothing can change before the newest window ends (or a failed step
+     * is retried, or a deletion goes on, which clear this) */
+    if (rc == 0 && !r->forgetting)
+        r->next_check = gens_stamp(r->g, now_s) + gens_window_s(r->g);
+    return rc;
 }
 
 void retention_stats_get(const retention *r, retention_stats *out)

@@ -253,6 +253,11 @@ int gens_push(gens *g, int64_t now)
 {
     if (!g->rotating)
         return 0;
+    rd_lock(g); /* the common case, no window ended: no write lock */
+    int due = now >= g->gen[g->n - 1].start + g->window;
+    rd_unlock(g);
+    if (!due)
+        return 0;
     pthread_rwlock_wrlock(&g->lock);
     int rc = 0;
     int64_t last = g->gen[g->n - 1].start;
