@@ -162,8 +162,55 @@ int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen
 static int add_known(void *ud, int64_t id, const char *url, size_t len, int64_t linked)
 {
     (void)id;
-    seen_add_known_at(ud, url, len, linked);
+    gens *g = seen_gens(ud);
+    /* a row stamped before the oldest window is past the retention: the
+     * first deletion takes it, and its key must not outlive it (linked
+     * meanwhile, its insert finds the row, restamps it and adds the key) */
+    if (!gens_rotating(g) || linked >= gens_cutoff(g))
+        seen_add_known_at(ud, url, len, linked);
     return 0;
+}
+
+/* A window for a stamp the ring lacks (written after its snapshot), so
+ * that the catch-up puts each key in the window of its row's stamp. */
+static int push_stamp(void *ud, int64_t stamp)
+{
+    gens_push(ud, stamp);
+    gens_drop(ud, stamp, NULL);
+    return 0;
+}
+
+static int first_stamp(void *ud, int64_t stamp)
+{
+    *(int64_t *)ud = stamp;
+    return 1;
+}
+
+/* With retention, before the catch-up: a rebuilt ring starts at the oldest
+ * stamp still within the retention (so old stamps keep their windows'
+ * grid), and either ring gets the windows of the stamps after its newest.
+ * OUT: *g (a new ring when *g was NULL). */
+static int ring_for_rows(db *d, const bloom_params *bp, const gens_opts *go, int64_t now,
+                         gens **g)
+{
+    int64_t window = go->retention_s / (int64_t)go->generations;
+    int64_t lo = now - go->retention_s - window, t0 = now;
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    if (rd == NULL)
+        return -EIO;
+    int rc = 0;
+    if (*g == NULL) {
+        if (db_reader_stamps(rd, lo, first_stamp, &t0) < 0 || t0 > now)
+            t0 = now;
+        rc = gens_new(bp, go, t0, g);
+    }
+    if (rc == 0) {
+        int64_t since = gens_stamp(*g, now) > lo ? gens_stamp(*g, now) : lo;
+        if (db_reader_stamps(rd, since, push_stamp, *g) < 0)
+            rc = -EIO;
+    }
+    db_reader_free(rd);
+    return rc;
 }
 
 /* The rows after the mark, and with a ring the rows stamped in or after
@@ -297,14 +344,17 @@ seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_
     gens *g = d && snap_path ? load_owned(d, snap_path, bp, go, &mark, log, who) : NULL;
     if (g != NULL && gens_rotating(g))
         since = gens_stamp(g, now); /* rows refreshed into its newest window since */
-    if (g == NULL) {
+    if (g == NULL)
         mark = 0;
-        /* rebuilt: the rows' stamps older than now go into the first window,
-         * forgotten with it unless linked again */
-        if (gens_new(bp, go, now, &g) < 0) {
-            snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
-            return NULL;
-        }
+    if (d != NULL && go->retention_s > 0 && ring_for_rows(d, bp, go, now, &g) < 0) {
+        gens_free(g);
+        snprintf(err, errlen, "cannot create the Bloom filter (out of memory?) or read %s",
+                 db_path(d));
+        return NULL;
+    }
+    if (g == NULL && gens_new(bp, go, now, &g) < 0) {
+        snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
+        return NULL;
     }
     seen_verifier iface;
     if (v)

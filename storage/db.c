@@ -263,7 +263,7 @@ struct db {
 enum {
     RST_EXISTS, RST_MAXID, RST_SCAN, RST_Q_SAME, RST_Q_DEEPER, RST_QH_SAME,
     RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_ROW, RST_HIST, RST_DUE, RST_DUE_N,
-    RST_DUE_NEXT, RST_INTERVALS, RST_SCAN_LINKED, RST_STALE_QUEUED, RST_COUNT
+    RST_DUE_NEXT, RST_INTERVALS, RST_SCAN_LINKED, RST_STALE_QUEUED, RST_STAMPS, RST_COUNT
 };
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts, fetch_url"
@@ -271,6 +271,8 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_EXISTS] = "SELECT id FROM urls WHERE url = ?1",
     [RST_MAXID] = "SELECT max(id) FROM urls",
     [RST_SCAN] = "SELECT id, url FROM urls WHERE id > ?1 ORDER BY id",
+    [RST_STAMPS] = "SELECT DISTINCT last_linked FROM urls WHERE last_linked >= ?1"
+                   " ORDER BY last_linked",
     [RST_SCAN_LINKED] = "SELECT id, url, last_linked FROM urls WHERE id > ?1 OR last_linked >= ?2",
     [RST_STALE_QUEUED] = "SELECT id, url, last_linked FROM urls WHERE last_linked < ?1"
                          " AND (state IN (0, 1) OR"
@@ -2294,6 +2296,22 @@ int64_t db_reader_scan_linked(db_reader *rd, int64_t mark, int64_t since, db_lin
     sqlite3_bind_int64(s, 1, mark);
     sqlite3_bind_int64(s, 2, since);
     return scan_linked(s, cb, ud);
+}
+
+int64_t db_reader_stamps(db_reader *rd, int64_t since, int (*cb)(void *ud, int64_t stamp),
+                         void *ud)
+{
+    sqlite3_stmt *s = rd->st[RST_STAMPS];
+    int64_t n = 0;
+    int rc;
+    sqlite3_bind_int64(s, 1, since);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        n++;
+        if (cb(ud, sqlite3_column_int64(s, 0)) != 0)
+            break;
+    }
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? n : sql_errno(rc);
 }
 
 int64_t db_reader_stale_queued(db_reader *rd, int64_t cutoff, db_linked_fn cb, void *ud)

@@ -384,6 +384,10 @@ typedef int (*db_linked_fn)(void *ud, int64_t id, const char *url, size_t url_le
  * ring: the rows added, and the rows stamped again, after a snapshot). */
 int64_t db_reader_scan_linked(db_reader *rd, int64_t mark, int64_t since, db_linked_fn cb,
                               void *ud);
+/* The distinct last_linked stamps >= since, in order (the windows a ring
+ * must hold before a catch-up). Returns how many cb saw, or < 0. */
+int64_t db_reader_stamps(db_reader *rd, int64_t since, int (*cb)(void *ud, int64_t stamp),
+                         void *ud);
 /* Queued, in-flight or due (next_at reached) rows stamped before cutoff:
  * they are kept when the rest are forgotten, so their keys must move to
  * the newest generation. */

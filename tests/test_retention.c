@@ -234,6 +234,7 @@ static void linked_urls_stay_unlinked_ones_go(void **state)
     assert_true(refreshed <= rotations + 1); /* ... not one per link */
     assert_true(refreshed < links);
     assert_true(retention_figure(&d, "live") <= 3);
+    assert_int_equal(dedup(&d, COLD), 0); /* both linked just now */
     stop(&d);
 
     /* a restart: the ring comes back from the snapshot, and nothing
@@ -243,6 +244,49 @@ static void linked_urls_stay_unlinked_ones_go(void **state)
     assert_int_equal(dedup(&d, COLD), 0);
     stop(&d);
     assert_null(strstr(slurp(d.errfile), "snapshot refused"));
+}
+
+/* A crash after a refresh: the snapshot on disk is older than the
+ * refresh, so its ring has the URL only in a window that will be dropped;
+ * the catch-up after the restart must put it back in the window of its
+ * stored stamp, or the URL (whose row is kept) would answer new once that
+ * window goes. */
+static void crash_after_refresh_keeps_the_url(void **state)
+{
+    (void)state;
+    daemon_ d;
+    /* windows of 2 s: a key refreshed in window S1 must answer MAYBE
+     * until S1 + 4 s (the retention) and may go from S1 + 6 s */
+    configure(&d, "crash", "retention_s = 4\ngenerations = 2\nsnapshot_interval_s = 0");
+    start(&d);
+    assert_int_equal(dedup(&d, HOT), 1);
+    stop(&d); /* a snapshot: HOT in the first window */
+    start(&d);
+    long long refreshed = 0;
+    for (int i = 0; i < 50 && refreshed < 1; i++) { /* until the next window */
+        sleep_ms(100);
+        assert_int_equal(dedup(&d, HOT), 0);
+        refreshed = retention_figure(&d, "refreshed");
+    }
+    assert_true(refreshed >= 1);
+    cr_buf o = call(&d, "/v1/status", NULL);
+    json_t *j = json_loads(o.data, 0, NULL);
+    assert_non_null(j);
+    const json_t *ring = json_object_get(json_object_get(j, "retention"), "ring");
+    long long s1 = (long long)json_integer_value(
+        json_object_get(json_array_get(ring, json_array_size(ring) - 1), "start"));
+    json_decref(j);
+    cr_buf_release(&o);
+    sleep_ms(300); /* the writer commits the stamp; then a crash: no snapshot of it */
+    kill(d.pid, SIGKILL);
+    waitpid(d.pid, NULL, 0);
+    start(&d);
+    /* the first window is dropped from S1 + 4 s on */
+    while ((long long)time(NULL) < s1 + 4)
+        sleep_ms(50);
+    sleep_ms(600);
+    assert_int_equal(dedup(&d, HOT), 0);
+    stop(&d);
 }
 
 /* Without retention nothing is forgotten and no retention figures show. */
@@ -290,7 +334,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    const char *argv[] = { "/bin/rm", "-rf", workdir, NULL };
+    const char *argv[] = { "/bin/rm", "-rf", getenv("RETENTION_KEEP") ? "/nonexistent" : workdir, NULL };
     proc_run(argv, NULL, 0, NULL, NULL);
     curl_global_cleanup();
     return 0;
@@ -300,6 +344,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(linked_urls_stay_unlinked_ones_go),
+        cmocka_unit_test(crash_after_refresh_keeps_the_url),
         cmocka_unit_test(no_retention_keeps_everything),
         cmocka_unit_test(bad_retention_is_refused),
     };
