@@ -69,7 +69,6 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/buf.h"
-#include "common/clock.h"
 #include "crawler/web/css.h"
 #include "crawler/web/fetch.h"
 #include "crawler/web/links.h"
