@@ -548,8 +548,8 @@ static int submit(crawl *c, fjob *j, long timeout_ms)
 {
     fetch_job fj = { .id = (uint64_t)j->fj.id, .url = j->url, .hops = (unsigned)j->hops, .user = j };
     if (j->rj && j->rj->revisit && j->rj->prior.http_status != 0) {
-        fj.if_none_match = j->rj->prior.etag;
-        fj.if_modified_since = j->rj->prior.last_modified;
+        fetch_validators v = { j->rj->prior.etag, j->rj->prior.last_modified };
+        return fetcher_submit_validated(c->f, &fj, &v, timeout_ms);
     }
     return fetcher_submit(c->f, &fj, timeout_ms);
 }
@@ -766,7 +766,7 @@ static int dispatch(crawl *c, int64_t *wake)
     /* a redirect target's hops are stored with its row, so max_redirects
      * holds across a restart */
     j->hops = fj.kind == DB_KIND_REDIRECT ? verifier_row_hops(c->ver, fj.id) : 0;
-    j->rj = recrawl_prepare(c->rc, fj.id);
+    j->rj = fj.is_robots ? NULL : recrawl_prepare(c->rc, fj.id);
     cr_buf_init(&j->body, 0);
     cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
     cr_buf_init(&j->headers, 0);

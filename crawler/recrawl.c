@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
 
@@ -32,7 +33,7 @@ struct recrawl {
     recrawl_stats st;       /* under mu */
     host_slot *hosts;       /* under mu */
     size_t nhosts, caphosts;
-    bool any_promoted;      /* under mu */
+    atomic_bool any_promoted; /* set once rows were made due (read lock-free) */
     int64_t next_look_ms;   /* recrawl_promote's */
 };
 
@@ -122,7 +123,7 @@ void recrawl_free(recrawl *r)
 
 bool recrawl_active(const recrawl *r)
 {
-    return r != NULL && (r->st.enabled || r->any_promoted);
+    return r != NULL && (r->st.enabled || atomic_load(&r->any_promoted));
 }
 
 recrawl_job *recrawl_prepare(recrawl *r, int64_t id)
@@ -434,7 +435,7 @@ int64_t recrawl_promote(recrawl *r, frontier *fr, int64_t now_ms, int64_t run_st
     pthread_mutex_lock(&r->mu);
     r->st.promoted += pushed;
     if (pushed > 0)
-        r->any_promoted = true;
+        atomic_store(&r->any_promoted, true);
     if (look) {
         r->st.due_now = due;
         r->st.next_due_ms = next;

@@ -211,6 +211,14 @@ json_t *sampler_sample_json(const json_t *st, const bloom *bf, double prev_pages
         json_object_set_new(j, "forgotten", json_integer(geti(st, "retention", "forgotten")));
         json_object_set_new(j, "refreshed", json_integer(geti(st, "retention", "refreshed")));
     }
+    const json_t *rc = json_object_get(st, "recrawl");
+    if (j != NULL && rc != NULL)
+        json_object_set_new(j, "recrawl",
+                            json_pack("{s:I, s:I, s:I, s:I}", "revisited",
+                                      geti(st, "recrawl", "revisited"), "changed",
+                                      geti(st, "recrawl", "changed"), "unchanged",
+                                      geti(st, "recrawl", "unchanged"), "gone",
+                                      geti(st, "recrawl", "gone")));
     if (j != NULL && errs != NULL) {
         json_object_set_new(j, "errors", errs);
         errs = NULL;

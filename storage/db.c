@@ -93,7 +93,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
      * when the row is next due (unix ms; NULL = not scheduled), the
      * interval that gave it, the validators and payload digest of the last
      * 200 and its payload size, the WARC record holding that payload (id
- * text, date, and its target URI when another URL's), gone
+     * text, date, and its target URI when another URL's), gone
      * (a 404/410 after a 200: never due again), and how often it was
      * fetched and found changed. urls_due serves "due rows in due order". */
     "ALTER TABLE urls ADD COLUMN next_at INTEGER;"

@@ -707,6 +707,35 @@ static int ring_chart(FILE *f, const json_t *samples, double *v, const double *x
     return chart_write(f, &c);
 }
 
+/* The re-crawl's totals and the intervals the schedule settled on (rows
+ * per interval bucket, from the latest figures). */
+static void recrawl_card(FILE *f, const json_t *st)
+{
+    char a[32], b[32], c[32], d[32], e[32], g[32];
+    fmt_int(a, sizeof a, jint(st, "recrawl.revisited"));
+    fmt_int(b, sizeof b, jint(st, "recrawl.unchanged"));
+    fmt_int(c, sizeof c, jint(st, "recrawl.changed"));
+    fmt_int(d, sizeof d, jint(st, "recrawl.gone"));
+    fmt_int(e, sizeof e, jint(st, "recrawl.new"));
+    fmt_bytes(g, sizeof g, (double)jint(st, "recrawl.bytes_saved"));
+    fprintf(f, "<figure class=\"card\" id=\"recrawl\"><figcaption>Re-crawl</figcaption>\n"
+               "<p>%s revisits: %s unchanged (%lld answered 304, %lld with the same payload), %s"
+               " changed, %s gone; %s new pages; %s not sent thanks to 304s.</p>\n",
+            a, b, jint(st, "recrawl.not_modified"), jint(st, "recrawl.same_digest"), c, d, e, g);
+    fputs("<table><thead><tr><th>interval</th><th>pages</th></tr></thead><tbody>\n", f);
+    const json_t *iv = jget(st, "recrawl.intervals_s");
+    const char *k;
+    const json_t *val;
+    json_object_foreach((json_t *)iv, k, val)
+    {
+        char when[32], cnt[32];
+        fmt_duration(when, sizeof when, strtod(k, NULL));
+        fmt_int(cnt, sizeof cnt, (long long)json_integer_value(val));
+        fprintf(f, "<tr><td>from %s</td><td>%s</td></tr>\n", when, cnt);
+    }
+    fputs("</tbody></table></figure>\n", f);
+}
+
 static int charts(FILE *f, const json_t *samples, const json_t *st)
 {
     size_t n = json_array_size(samples);
@@ -836,6 +865,36 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
     c.s[c.ns++] = (series){ "of which in memory", palette[1], col(v, n, 0), S_LINE };
     c.s[c.ns++] = (series){ "hosts active", palette[4], col(v, n, 2), S_DASH };
     rc = chart_write(f, &c);
+    if (rc < 0 || jint(st, "recrawl.revisited") <= 0)
+        goto out;
+
+    /* 6. re-crawl: what the revisits found */
+    chart_start(&c, "chart-recrawl", "Re-crawl: what each revisit found", FMT_PCT, x, n);
+    c.caption = "Of the known pages fetched again in each interval between samples, the share "
+                "found changed (a new payload), unchanged (304 Not Modified, or the same payload "
+                "digest) and gone (404/410 after a 200). The change rate is what the adaptive "
+                "schedule follows. Intervals without revisits repeat the previous value.";
+    c.alt = "Chart of the change rate of revisited pages over time";
+    c.ymax = 100;
+    static const char *const rc_keys[3] = { "recrawl.changed", "recrawl.unchanged",
+                                            "recrawl.gone" };
+    static const char *const rc_names[3] = { "changed", "unchanged", "gone" };
+    for (size_t k = 0; k < 3; k++) {
+        double *y = col(v, n, k);
+        for (size_t i = 0; i < n; i++) {
+            const json_t *cur = json_array_get(samples, i);
+            const json_t *prev = i ? json_array_get(samples, i - 1) : NULL;
+            double dr = jnum(cur, "recrawl.revisited") - (prev ? jnum(prev, "recrawl.revisited") : 0);
+            double dk = jnum(cur, rc_keys[k]) - (prev ? jnum(prev, rc_keys[k]) : 0);
+            y[i] = dr > 0 ? 100.0 * dk / dr : i ? y[i - 1] : 0;
+        }
+        c.s[c.ns++] = (series){ rc_names[k], palette[k == 0 ? 2 : k == 1 ? 1 : 3], y,
+                                k == 0 ? S_AREA : S_LINE };
+    }
+    rc = chart_write(f, &c);
+    if (rc < 0)
+        goto out;
+    recrawl_card(f, st);
 out:
     cr_free(v);
     cr_free(x);

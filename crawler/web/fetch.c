@@ -75,6 +75,7 @@ struct xfer {
     fetch_job job;             /* job.url is url below */
     char *url;                 /* owned; also holds the job's validators */
     struct curl_slist *cond;   /* the worker's headers + the validators, or NULL */
+    const char *inm, *ims;     /* the job's validators (in url's allocation), or NULL */
     int64_t t0_ns;
     cr_buf head;               /* current header block, capped */
     cr_buf fields;             /* NUL-terminated copies of parsed fields */
@@ -606,6 +607,7 @@ static void slot_release(struct worker *w, struct xfer *x)
     x->url = NULL;
     curl_slist_free_all(x->cond);
     x->cond = NULL;
+    x->inm = x->ims = NULL;
     memset(&x->job, 0, sizeof x->job);
     decoder_free(x->dec);
     x->dec = NULL;
@@ -709,7 +711,7 @@ static CURLcode conditional_headers(struct worker *w, struct xfer *x)
             goto oom;
         l = n;
     }
-    const char *v[2] = {x->job.if_none_match, x->job.if_modified_since};
+    const char *v[2] = {x->inm, x->ims};
     const char *name[2] = {"If-None-Match", "If-Modified-Since"};
     for (int i = 0; i < 2; i++) {
         if (v[i] == NULL)
@@ -776,7 +778,7 @@ static void xfer_start(struct worker *w, struct xfer *x)
     SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_HTTP_CONTENT_DECODING, 0L);
     SET(CURLOPT_HTTP_TRANSFER_DECODING, 1L);
-    if (c == CURLE_OK && (x->job.if_none_match || x->job.if_modified_since))
+    if (c == CURLE_OK && (x->inm || x->ims))
         c = conditional_headers(w, x);
     SET(CURLOPT_HTTPHEADER, x->cond ? x->cond : w->req_headers);
     SET(CURLOPT_USERAGENT, f->user_agent);
@@ -1146,22 +1148,29 @@ static size_t validator_len(const char *v)
 
 int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms)
 {
+    return fetcher_submit_validated(f, job, NULL, timeout_ms);
+}
+
+int fetcher_submit_validated(fetcher *f, const fetch_job *job, const fetch_validators *v,
+                             long timeout_ms)
+{
     if (job == NULL || job->url == NULL)
         return -EINVAL;
     size_t ulen = strnlen(job->url, FETCH_MAX_URL_BYTES + 1);
     if (ulen > FETCH_MAX_URL_BYTES)
         return -EINVAL;
     /* one allocation: the URL, then the validators (NUL-terminated each) */
-    size_t nl = validator_len(job->if_none_match), ml = validator_len(job->if_modified_since);
+    size_t nl = v ? validator_len(v->if_none_match) : 0;
+    size_t ml = v ? validator_len(v->if_modified_since) : 0;
     char *url = cr_malloc(ulen + nl + ml + 3);
     if (url == NULL)
         return -ENOMEM;
     memcpy(url, job->url, ulen);
     url[ulen] = '\0';
     char *inm = url + ulen + 1, *ims = inm + nl + 1;
-    memcpy(inm, nl ? job->if_none_match : "", nl);
+    memcpy(inm, nl ? v->if_none_match : "", nl);
     inm[nl] = '\0';
-    memcpy(ims, ml ? job->if_modified_since : "", ml);
+    memcpy(ims, ml ? v->if_modified_since : "", ml);
     ims[ml] = '\0';
     if (tls_worker != NULL)
         timeout_ms = 0; /* a fetcher thread must never wait for itself */
@@ -1196,8 +1205,8 @@ int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms)
             x->url = url;
             x->job = *job;
             x->job.url = url;
-            x->job.if_none_match = nl ? inm : NULL;
-            x->job.if_modified_since = ml ? ims : NULL;
+            x->inm = nl ? inm : NULL;
+            x->ims = ml ? ims : NULL;
             if (w->inbox_tail)
                 w->inbox_tail->next = x;
             else

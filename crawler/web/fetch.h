@@ -68,12 +68,15 @@ typedef struct fetch_job {
     const char *url;           /* absolute http or https URL */
     unsigned hops;             /* redirect hops that led here; carried only */
     void *user;                /* opaque, handed back to every hook */
-    const char *if_none_match; /* re-crawl validators sent as If-None-Match and
-                                  If-Modified-Since; NULL or "": not sent; a
-                                  value with a control byte or over 1024 bytes
-                                  is not sent either. Copied. */
-    const char *if_modified_since;
 } fetch_job;
+
+/* A re-crawl's validators, sent as If-None-Match and If-Modified-Since
+ * (fetcher_submit_validated). NULL or "": not sent; a value with a control
+ * byte or over 1024 bytes is not sent either. Copied. */
+typedef struct fetch_validators {
+    const char *if_none_match;
+    const char *if_modified_since;
+} fetch_validators;
 
 /* What the server answered; given to on_response. Strings are
  * NUL-terminated; the optional ones are NULL when the header is absent. */
@@ -179,6 +182,9 @@ int fetcher_new(const fetch_opts *opts, const fetch_hooks *hooks, fetcher **out 
  * a NULL or over-long URL, -ENOMEM. From a hook (a fetcher thread) it never
  * waits: timeout_ms is taken as 0. */
 int fetcher_submit(fetcher *f, const fetch_job *job, long timeout_ms);
+/* fetcher_submit with validators (v may be NULL): a conditional request. */
+int fetcher_submit_validated(fetcher *f, const fetch_job *job, const fetch_validators *v,
+                             long timeout_ms);
 
 /* Slots free right now (a snapshot; thread-safe). */
 unsigned fetcher_free_slots(fetcher *f);
