@@ -122,6 +122,8 @@ static const option options[] = {
     ENUM(dedup, verify, verify_names, "\"in-scope\"", "settle a Bloom MAYBE by SQLite: never, always, or for URLs the crawl would fetch"),
     INT(dedup, recent_cache, 0, 1e9, "1048576", "exact recent-fingerprint cache entries"),
     INT(dedup, snapshot_interval_s, 0, 86400, "300", "seconds between Bloom snapshots (0: only at shutdown)"),
+    INT(dedup, retention_s, 0, 3153600000, "0", "forget URLs nobody linked for this long (0: keep every URL forever); at least one second per generation"),
+    INT(dedup, generations, 2, 8, "4", "Bloom generations the retention is cut into (with retention_s); the ring holds one more"),
 
     LIST(canon, strip_params, "[\"utm_*\", \"fbclid\", \"gclid\"]", "query parameters removed by name (* wildcard at the end)"),
     BOOL(canon, strip_session_ids, "true", "drop session ids: jsessionid, phpsessid, sid query parameters and ;jsessionid= path parameters"),

@@ -86,6 +86,8 @@ typedef struct crawl_config {
         int verify;                /* enum dedup_verify */
         int64_t recent_cache;
         int64_t snapshot_interval_s;
+        int64_t retention_s;       /* 0: no retention (dedup/gens.h) */
+        int64_t generations;
     } dedup;
     struct {
         str_list strip_params;

@@ -79,6 +79,7 @@
 #include "crawler/report/status.h"
 #include "crawler/report/summary.h"
 #include "crawler/web/url.h"
+#include "crawler/retention.h"
 #include "crawler/verifier.h"
 #include "crawler/wire.h"
 #include "dedup/bloom.h"
@@ -117,6 +118,7 @@ struct crawl {
     db *d;
     verifier *ver;
     seen *s;
+    retention *ret;             /* NULL without dedup.retention_s; scheduler thread */
     scope *sc;
     frontier *fr;
     fetcher *f;
@@ -864,7 +866,17 @@ static int open_seen(crawl *c, char *err, size_t errlen)
                  : c->cfg->dedup.verify == VERIFY_ALWAYS ? SEEN_VERIFY_ALWAYS
                                                          : SEEN_VERIFY_IN_SCOPE;
     seen_opts so = { verify, (size_t)c->cfg->dedup.recent_cache };
-    c->s = verifier_open_seen(c->ver, c->d, c->snap_path, &bp, &so, c->log, "crawld", err, errlen);
+    gens_opts go;
+    wire_gens_opts(c->cfg, &go);
+    c->s = verifier_open_seen(c->ver, c->d, c->snap_path, &bp, &go, &so, c->log, "crawld", err,
+                              errlen);
+    if (c->s != NULL && go.retention_s > 0) {
+        c->ret = retention_new(c->s, c->d, c->log);
+        if (c->ret == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
     return c->s ? 0 : -1;
 }
 
@@ -1255,6 +1267,8 @@ int crawl_run(crawl *c)
             persist_stats(c);
             next_stats = now + 2000;
         }
+        if (c->ret != NULL && !stalled && retention_tick(c->ret, cr_wall_ms() / 1000) < 0 && c->log)
+            fprintf(c->log, "crawld: retention: a step failed; it is retried\n");
         if (c->cfg->dedup.snapshot_interval_s > 0 && now >= next_snap && !stalled) {
             snapshot(c);
             next_snap = now + c->cfg->dedup.snapshot_interval_s * 1000;
@@ -1435,6 +1449,12 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     bloom_stats_get(bf, &st->bloom);
     st->fpr_bound = st->bloom.fpr_bound;
     st->fpr_predicted = st->bloom.fpr_model;
+    gens_stats_get(seen_gens(c->s), &st->gens);
+    if (st->gens.generations > 0) { /* the ring's, not its newest filter's */
+        st->fpr_bound = st->bloom.fpr_bound = c->cfg->dedup.fp_rate;
+        st->fpr_predicted = st->bloom.fpr_model = st->gens.fpr_model;
+        st->bloom.memory_bytes = st->gens.memory_bytes + st->gens.ghost_bytes;
+    }
     st->bloom_fill = st->bloom.fill;
     st->bloom_stages = st->bloom.stages_total;
     scope_get_counts(c->sc, st->scope_verdicts);
@@ -1566,6 +1586,7 @@ int crawl_close(crawl *c)
     /* before seen_free: operations the writer still fails at close are
      * acknowledged to the seen test */
     int db_rc = c->d ? db_close(c->d) : 0;
+    retention_free(c->ret); /* after db_close: its steps report until then */
     seen_free(c->s);
     if (db_rc < 0)
         rc = -EIO;

@@ -27,6 +27,7 @@
 #include "crawler/web/url.h"
 #include "crawler/sitemaps.h"
 #include "dedup/bloom.h"
+#include "dedup/gens.h"
 #include "dedup/seen.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
@@ -105,7 +106,8 @@ typedef struct crawl_status {
     double fpr_bound, fpr_predicted, bloom_fill;
     unsigned bloom_stages;
     frontier_stats frontier;   /* the frontier's own counters */
-    bloom_stats bloom;         /* the whole filter */
+    bloom_stats bloom;         /* the whole filter (with retention: the newest generation) */
+    gens_stats gens;           /* the generation ring (generations 0: no retention) */
     uint64_t scope_verdicts[SCOPE_VERDICT_COUNT]; /* links per scope verdict */
     db_stats db;               /* the writer's figures */
     struct {

@@ -199,6 +199,18 @@ json_t *sampler_sample_json(const json_t *st, const bloom *bf, double prev_pages
                   "fetch_errors", geti(st, "fetch_errors", NULL), "by_class", by_class,
                   "bloom_fill", fill);
     by_class = fill = NULL; /* stolen by json_pack, even when it fails */
+    const json_t *ret = json_object_get(st, "retention");
+    if (j != NULL && ret != NULL) {
+        /* the generation ring: keys per live generation, newest first */
+        json_t *keys = json_array();
+        const json_t *ring = json_object_get(ret, "ring");
+        for (size_t i = json_array_size(ring); keys != NULL && i-- > 0;)
+            json_array_append_new(keys, json_integer(json_integer_value(
+                                            json_object_get(json_array_get(ring, i), "keys"))));
+        json_object_set_new(j, "ring_keys", keys);
+        json_object_set_new(j, "forgotten", json_integer(geti(st, "retention", "forgotten")));
+        json_object_set_new(j, "refreshed", json_integer(geti(st, "retention", "refreshed")));
+    }
     const json_t *rc = json_object_get(st, "recrawl");
     if (j != NULL && rc != NULL)
         json_object_set_new(j, "recrawl",

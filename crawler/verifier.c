@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 
 #define POOL_MAX 64
 
@@ -68,6 +69,7 @@ static void give_reader(verifier *v, db_reader *rd)
  * first (the key's Bloom bits), then the caller's callback. */
 typedef struct acked {
     seen_ack_fn ack;
+    int64_t linked;
     void *ack_arg;
     db_done_fn on_new;
     void *ud;
@@ -76,30 +78,31 @@ typedef struct acked {
 static void on_committed(void *ud, const db_result *r)
 {
     acked *a = ud;
-    a->ack(a->ack_arg, r->url, r->url_len, r->status);
+    a->ack(a->ack_arg, r->url, r->url_len, a->linked, r->status);
     if (a->on_new)
         a->on_new(a->ud, r);
     cr_free(a);
 }
 
-static int record_new(void *ctx, const char *key, size_t len, void *row, seen_ack_fn ack,
-                      void *ack_arg)
+static int record_new(void *ctx, const char *key, size_t len, int64_t linked, void *row,
+                      seen_ack_fn ack, void *ack_arg)
 {
     verifier *v = ctx;
     verifier_row *r = row;
     acked *a = cr_malloc(sizeof *a);
     if (a == NULL)
         return -ENOMEM;
-    *a = (acked){ ack, ack_arg, r->on_new, r->ud };
+    *a = (acked){ ack, linked, ack_arg, r->on_new, r->ud };
     r->u.url = key;
     r->u.url_len = len;
+    r->u.linked_s = linked;
     int rc = db_insert_url(v->d, &r->u, on_committed, a);
     if (rc < 0)
         cr_free(a);
     return rc;
 }
 
-static int check_insert(void *ctx, const char *key, size_t len, void *row)
+static int check_insert(void *ctx, const char *key, size_t len, int64_t linked, void *row)
 {
     verifier *v = ctx;
     db_reader *rd = take_reader(v);
@@ -112,12 +115,19 @@ static int check_insert(void *ctx, const char *key, size_t len, void *row)
     verifier_row *r = row;
     r->u.url = key;
     r->u.url_len = len;
+    r->u.linked_s = linked;
     return db_insert_url_wait(v->d, &r->u, &r->id);
+}
+
+static int refresh(void *ctx, const char *key, size_t len, int64_t linked)
+{
+    verifier *v = ctx;
+    return db_touch_linked(v->d, key, len, linked);
 }
 
 seen_verifier verifier_iface(verifier *v)
 {
-    seen_verifier s = { v, record_new, check_insert };
+    seen_verifier s = { v, record_new, check_insert, refresh };
     return s;
 }
 
@@ -146,22 +156,71 @@ int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen
         return rc;
     }
     owner_of(d, owner);
-    return bloom_save(seen_bloom(s), path, (uint64_t)mark, owner, err, errlen);
+    return gens_save(seen_gens(s), path, (uint64_t)mark, owner, err, errlen);
 }
 
-static int add_known(void *ud, int64_t id, const char *url, size_t len)
+static int add_known(void *ud, int64_t id, const char *url, size_t len, int64_t linked)
 {
     (void)id;
-    seen_add_known(ud, url, len);
+    gens *g = seen_gens(ud);
+    /* a row stamped before the oldest window is past the retention: the
+     * first deletion takes it, and its key must not outlive it (linked
+     * meanwhile, its insert finds the row, restamps it and adds the key) */
+    if (!gens_rotating(g) || linked >= gens_cutoff(g))
+        seen_add_known_at(ud, url, len, linked);
     return 0;
 }
 
-static int64_t catch_up(seen *s, db *d, uint64_t mark, char *err, size_t errlen)
+/* A window for a stamp the ring lacks (written after its snapshot), so
+ * that the catch-up puts each key in the window of its row's stamp. */
+static int push_stamp(void *ud, int64_t stamp)
+{
+    gens_push(ud, stamp);
+    gens_drop(ud, stamp, NULL);
+    return 0;
+}
+
+static int first_stamp(void *ud, int64_t stamp)
+{
+    *(int64_t *)ud = stamp;
+    return 1;
+}
+
+/* With retention, before the catch-up: a rebuilt ring starts at the oldest
+ * stamp still within the retention (so old stamps keep their windows'
+ * grid), and either ring gets the windows of the stamps after its newest.
+ * OUT: *g (a new ring when *g was NULL). */
+static int ring_for_rows(db *d, const bloom_params *bp, const gens_opts *go, int64_t now,
+                         gens **g)
+{
+    int64_t window = go->retention_s / (int64_t)go->generations;
+    int64_t lo = now - go->retention_s - window, t0 = now;
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    if (rd == NULL)
+        return -EIO;
+    int rc = 0;
+    if (*g == NULL) {
+        if (db_reader_stamps(rd, lo, first_stamp, &t0) < 0 || t0 > now)
+            t0 = now;
+        rc = gens_new(bp, go, t0, g);
+    }
+    if (rc == 0) {
+        int64_t since = gens_stamp(*g, now) > lo ? gens_stamp(*g, now) : lo;
+        if (db_reader_stamps(rd, since, push_stamp, *g) < 0)
+            rc = -EIO;
+    }
+    db_reader_free(rd);
+    return rc;
+}
+
+/* The rows after the mark, and with a ring the rows stamped in or after
+ * its newest window (refreshed after the snapshot was taken). */
+static int64_t catch_up(seen *s, db *d, uint64_t mark, int64_t since, char *err, size_t errlen)
 {
     db_reader *rd = db_reader_open(d, err, errlen);
     if (rd == NULL)
         return -EIO;
-    int64_t n = db_reader_scan_after(rd, (int64_t)mark, add_known, s);
+    int64_t n = db_reader_scan_linked(rd, (int64_t)mark, since, add_known, s);
     db_reader_free(rd);
     if (n < 0)
         snprintf(err, errlen, "cannot read the rows of %s", db_path(d));
@@ -220,15 +279,18 @@ int verifier_check_state(const char *state_dir, const char *snap_name, const cha
     return 0;
 }
 
-/* The snapshot at path if it belongs to d: *mark set. NULL (with a line on
- * log saying why, unless there is no snapshot) when it does not. */
-static bloom *load_owned(db *d, const char *path, uint64_t *mark, FILE *log, const char *who)
+/* The snapshot at path if it belongs to d and was built for bp and go: *mark
+ * set. NULL (with a line on log saying why, unless there is no snapshot)
+ * when it does not. */
+static gens *load_owned(db *d, const char *path, const bloom_params *bp, const gens_opts *go,
+                        uint64_t *mark, FILE *log, const char *who)
 {
-    bloom *bf = NULL;
+    bloom_ring ring;
+    gens *g = NULL;
     uint8_t owner[BLOOM_OWNER_BYTES], want[BLOOM_OWNER_BYTES];
     char msg[512];
     int64_t top = 0;
-    int rc = bloom_load(path, &bf, mark, owner, msg, sizeof msg);
+    int rc = bloom_load_ring(path, &ring, mark, owner, msg, sizeof msg);
     if (rc == -ENOENT)
         return NULL;
     if (rc < 0) {
@@ -251,38 +313,61 @@ static bloom *load_owned(db *d, const char *path, uint64_t *mark, FILE *log, con
             fprintf(log, "%s: Bloom snapshot refused (%s covers rows up to %llu but %s holds %lld:"
                          " it is newer than the database); rebuilding it from the database\n",
                     who, path, (unsigned long long)*mark, db_path(d), (long long)top);
-    } else {
-        return bf;
+    } else if (ring.retention_s == 0 && go->retention_s == 0 && ring.n == 1) {
+        /* a plain filter keeps its own parameters, as it always did */
+        g = gens_wrap(ring.gens[0]);
+        if (g != NULL)
+            return g;
+    } else if (gens_adopt(&ring, bp, go, &g, msg, sizeof msg) == 0) {
+        return g;
+    } else if (log) {
+        fprintf(log, "%s: Bloom snapshot refused (%s: %s); rebuilding it from the database\n",
+                who, path, msg);
     }
-    bloom_free(bf);
+    for (unsigned i = 0; i < ring.n; i++)
+        bloom_free(ring.gens[i]);
     return NULL;
 }
 
 seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_params *bp,
-                         const seen_opts *so, FILE *log, const char *who, char *err,
-                         size_t errlen)
+                         const gens_opts *go, const seen_opts *so, FILE *log, const char *who,
+                         char *err, size_t errlen)
 {
     uint64_t mark = 0;
-    bloom *bf = d && snap_path ? load_owned(d, snap_path, &mark, log, who) : NULL;
-    if (bf == NULL) {
+    int64_t since = INT64_MAX;
+    int64_t now = cr_wall_ms() / 1000;
+    gens_opts none = { 0, 0 };
+    if (go == NULL)
+        go = &none;
+    if (gens_opts_check(go, err, errlen) != 0)
+        return NULL;
+    gens *g = d && snap_path ? load_owned(d, snap_path, bp, go, &mark, log, who) : NULL;
+    if (g != NULL && gens_rotating(g))
+        since = gens_stamp(g, now); /* rows refreshed into its newest window since */
+    if (g == NULL)
         mark = 0;
-        if (bloom_new(bp, &bf) < 0) {
-            snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
-            return NULL;
-        }
+    if (d != NULL && go->retention_s > 0 && ring_for_rows(d, bp, go, now, &g) < 0) {
+        gens_free(g);
+        snprintf(err, errlen, "cannot create the Bloom filter (out of memory?) or read %s",
+                 db_path(d));
+        return NULL;
+    }
+    if (g == NULL && gens_new(bp, go, now, &g) < 0) {
+        snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
+        return NULL;
     }
     seen_verifier iface;
     if (v)
         iface = verifier_iface(v);
-    seen *s = seen_new(bf, so, v ? &iface : NULL);
+    seen *s = seen_new_gens(g, so, v ? &iface : NULL);
     if (s == NULL) {
-        bloom_free(bf);
+        gens_free(g);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     if (d == NULL)
         return s;
-    int64_t n = catch_up(s, d, mark, err, errlen);
+    int64_t n = catch_up(s, d, mark, since, err, errlen);
     if (n < 0) {
         seen_free(s);
         return NULL;

@@ -48,14 +48,20 @@ seen_verifier verifier_iface(verifier *v);
  * log (may be NULL) gets one line per event, prefixed with who. NULL with
  * err set when memory runs out or the database cannot be read.
  *
+ * go (may be NULL: no retention) makes the filter a ring of generations
+ * (dedup/gens.h); a snapshot is used only if it was built for go and bp
+ * (a plain one for no retention), and the catch-up then also adds the rows
+ * stamped in its newest window or later (refreshed after it was taken),
+ * each into the window of its stamp. An invalid go: NULL with err.
+ *
  * verifier_snapshot: saves s's filter to path with the mark of a flush
  * (every row up to it committed and in the filter) and d's crawl id.
  * 0 or < 0 with err. */
 int verifier_check_state(const char *state_dir, const char *snap_name, const char *warc_dir,
                          char *err, size_t errlen);
 seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_params *bp,
-                         const seen_opts *so, FILE *log, const char *who, char *err,
-                         size_t errlen);
+                         const gens_opts *go, const seen_opts *so, FILE *log, const char *who,
+                         char *err, size_t errlen);
 int verifier_snapshot(seen *s, db *d, const char *path, char *err, size_t errlen);
 
 /* The id of key's committed row (0 when there is none yet, or on error). */

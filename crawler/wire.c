@@ -27,6 +27,12 @@ void wire_bloom_params(const crawl_config *c, bloom_params *out)
     out->tightening = c->dedup.tightening;
 }
 
+void wire_gens_opts(const crawl_config *c, gens_opts *out)
+{
+    out->retention_s = c->dedup.retention_s;
+    out->generations = (unsigned)c->dedup.generations;
+}
+
 void wire_db_opts(const crawl_config *c, db_opts *out)
 {
     out->cache_mb = (int)c->storage.sqlite_cache_mb;

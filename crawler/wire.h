@@ -15,6 +15,7 @@
 #include "crawler/web/links.h"
 #include "crawler/sitemaps.h"
 #include "dedup/bloom.h"
+#include "dedup/gens.h"
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
 #include "storage/db.h"
@@ -22,6 +23,7 @@
 
 void wire_url_policy(const crawl_config *c, url_policy *out /* OUT */);
 void wire_bloom_params(const crawl_config *c, bloom_params *out /* OUT */);
+void wire_gens_opts(const crawl_config *c, gens_opts *out /* OUT */);
 void wire_db_opts(const crawl_config *c, db_opts *out /* OUT */);
 /* fetch.connections resolved (CONFIG_AUTO: as many as the file-descriptor
  * limit allows) and kept within it. */

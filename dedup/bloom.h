@@ -135,4 +135,26 @@ int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, const uint
 int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, uint8_t *owner,
                char *err, size_t errlen);
 
+/* A generation ring as snapshots hold it (dedup/gens builds and reads it):
+ * n filters, oldest first, each with the time its window started; all built
+ * with the same parameters. A plain filter is n = 1, retention_s = 0,
+ * generations = 0. */
+#define BLOOM_MAX_GENS 9
+typedef struct bloom_ring {
+    unsigned n;               /* live generations, 1..BLOOM_MAX_GENS */
+    unsigned generations;     /* the configured ring size (0 with no retention) */
+    int64_t retention_s;      /* 0: no retention */
+    bloom *gens[BLOOM_MAX_GENS];
+    int64_t starts[BLOOM_MAX_GENS]; /* non-decreasing */
+} bloom_ring;
+
+/* bloom_save/bloom_load for a ring: the same file format, checks and
+ * errors. bloom_load_ring fills *out (caller owns its filters) only on
+ * success. bloom_load refuses (-EINVAL) a ring of more than one filter.
+ * OUT: out, high_water_mark, owner */
+int bloom_save_ring(const bloom_ring *ring, const char *path, uint64_t high_water_mark,
+                    const uint8_t *owner, char *err, size_t errlen);
+int bloom_load_ring(const char *path, bloom_ring *out, uint64_t *high_water_mark, uint8_t *owner,
+                    char *err, size_t errlen);
+
 #endif

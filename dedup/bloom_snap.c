@@ -2,9 +2,12 @@
  * in bloom.h; the structs it reads and fills are in bloom_int.h).
  *
  * Snapshot format (little-endian): header (magic, version, total size,
- * high-water mark, parameters), then per shard the stage count and per
- * stage its geometry, count and bit words, then XXH3-64 of everything
- * before it. bloom_load checks magic, version and size, then the checksum
+ * high-water mark, parameters, owner, and the generation ring: live
+ * generations, configured generations, retention), then per generation its
+ * start time and per shard the stage count and per stage its geometry,
+ * count and bit words, then XXH3-64 of everything before it. A plain
+ * filter is a ring of one generation with retention 0. Every generation
+ * shares the header's parameters. bloom_load checks magic, version and size, then the checksum
  * over the whole file, then every field, before it allocates anything that
  * a field's value sizes. */
 #include "dedup/bloom.h"
@@ -27,8 +30,9 @@
 /* ---- snapshots ---------------------------------------------------------- */
 
 static const char snap_magic[8] = { 'C', 'R', 'W', 'L', 'B', 'L', 'M', '\n' };
-#define SNAP_VERSION 2 /* 2: the owner id (the crawl the snapshot belongs to) */
-#define SNAP_HEADER 112 /* bytes */
+#define SNAP_VERSION 3 /* 2: the owner id; 3: the generation ring (dedup/gens) */
+#define SNAP_HEADER 128 /* bytes */
+#define SNAP_GEN 16     /* i64 start, u64 zero */
 #define SNAP_SHARD 8    /* u32 nstages, u32 zero */
 #define SNAP_STAGE 40   /* u64 capacity, count, nblocks; f64 error; u32 k, lines */
 #define SNAP_TRAILER 8  /* u64 checksum */
@@ -110,7 +114,7 @@ static void wr_u64(struct writer *w, uint64_t v) { put64(wr_reserve(w, 8), v); }
 static void wr_u32(struct writer *w, uint32_t v) { put32(wr_reserve(w, 4), v); }
 
 static void encode_header(uint8_t *h, const bloom *bf, uint64_t total, uint64_t hwm,
-                          const uint8_t *owner)
+                          const uint8_t *owner, const bloom_ring *ring)
 {
     const bloom_params *p = &bf->params;
     memset(h, 0, SNAP_HEADER);
@@ -131,10 +135,48 @@ static void encode_header(uint8_t *h, const bloom *bf, uint64_t total, uint64_t 
     put64(h + 88, dbits(bf->p0));
     if (owner != NULL)
         memcpy(h + 96, owner, BLOOM_OWNER_BYTES);
+    put32(h + 112, ring->n);
+    put32(h + 116, ring->generations);
+    put64(h + 120, (uint64_t)ring->retention_s);
 }
 
-static int write_snapshot(bloom *bf, cr_afile *af, uint64_t hwm, const uint8_t *owner,
-                          char *err, size_t errlen)
+static uint64_t filter_bytes(const bloom *bf)
+{
+    uint64_t total = 0;
+    for (unsigned s = 0; s < bf->params.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+        total += SNAP_SHARD;
+        for (unsigned i = 0; i < n; i++)
+            total += SNAP_STAGE + sh->stages[i]->nblocks * 64u * sh->stages[i]->lines;
+    }
+    return total;
+}
+
+static void write_filter(struct writer *w, const bloom *bf)
+{
+    for (unsigned s = 0; s < bf->params.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+        wr_u32(w, n);
+        wr_u32(w, 0);
+        for (unsigned i = 0; i < n; i++) {
+            struct stage *st = sh->stages[i];
+            wr_u64(w, st->capacity);
+            wr_u64(w, bloom_stage_items(st));
+            wr_u64(w, st->nblocks);
+            wr_u64(w, dbits(st->error));
+            wr_u32(w, st->k);
+            wr_u32(w, st->lines);
+            uint64_t nw = st->nblocks * st->block_words;
+            for (uint64_t j = 0; j < nw; j++)
+                wr_u64(w, atomic_load_explicit(&st->words[j], memory_order_relaxed));
+        }
+    }
+}
+
+static int write_snapshot(const bloom_ring *ring, cr_afile *af, uint64_t hwm,
+                          const uint8_t *owner, char *err, size_t errlen)
 {
     struct writer w = { af, NULL, NULL, 0, 0 };
     int rc = 0;
@@ -146,31 +188,13 @@ static int write_snapshot(bloom *bf, cr_afile *af, uint64_t hwm, const uint8_t *
         goto out;
     }
     uint64_t total = SNAP_HEADER + SNAP_TRAILER;
-    for (unsigned s = 0; s < bf->params.shards; s++) {
-        struct shard *sh = &bf->shards[s];
-        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
-        total += SNAP_SHARD;
-        for (unsigned i = 0; i < n; i++)
-            total += SNAP_STAGE + sh->stages[i]->nblocks * 64u * sh->stages[i]->lines;
-    }
-    encode_header(wr_reserve(&w, SNAP_HEADER), bf, total, hwm, owner);
-    for (unsigned s = 0; s < bf->params.shards; s++) {
-        struct shard *sh = &bf->shards[s];
-        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
-        wr_u32(&w, n);
-        wr_u32(&w, 0);
-        for (unsigned i = 0; i < n; i++) {
-            struct stage *st = sh->stages[i];
-            wr_u64(&w, st->capacity);
-            wr_u64(&w, bloom_stage_items(st));
-            wr_u64(&w, st->nblocks);
-            wr_u64(&w, dbits(st->error));
-            wr_u32(&w, st->k);
-            wr_u32(&w, st->lines);
-            uint64_t nw = st->nblocks * st->block_words;
-            for (uint64_t j = 0; j < nw; j++)
-                wr_u64(&w, atomic_load_explicit(&st->words[j], memory_order_relaxed));
-        }
+    for (unsigned g = 0; g < ring->n; g++)
+        total += SNAP_GEN + filter_bytes(ring->gens[g]);
+    encode_header(wr_reserve(&w, SNAP_HEADER), ring->gens[0], total, hwm, owner, ring);
+    for (unsigned g = 0; g < ring->n; g++) {
+        wr_u64(&w, (uint64_t)ring->starts[g]);
+        wr_u64(&w, 0);
+        write_filter(&w, ring->gens[g]);
     }
     hash_stream_update(w.hs, w.buf, w.len);
     wr_flush(&w);
@@ -187,23 +211,42 @@ out:
     return rc;
 }
 
+static int same_params(const bloom *a, const bloom *b)
+{
+    return memcmp(&a->params, &b->params, sizeof a->params) == 0 && a->cap0 == b->cap0 &&
+           a->p0 == b->p0;
+}
+
 /* Written through common/atomic_file: the old snapshot stays whole until
  * the new one is fsynced and renamed over it. */
-int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, const uint8_t *owner,
-               char *err, size_t errlen)
+int bloom_save_ring(const bloom_ring *ring, const char *path, uint64_t high_water_mark,
+                    const uint8_t *owner, char *err, size_t errlen)
 {
     cr_afile af;
+    unsigned g = 0;
     int locked = 0;
+    if (ring->n < 1 || ring->n > BLOOM_MAX_GENS) {
+        cr_errf(err, errlen, "a ring of %u generations cannot be saved", ring->n);
+        return -EINVAL;
+    }
+    for (unsigned i = 1; i < ring->n; i++)
+        if (!same_params(ring->gens[0], ring->gens[i])) {
+            cr_errf(err, errlen, "the generations were built with different parameters");
+            return -EINVAL;
+        }
     int rc = cr_afile_open(&af, path, 0600);
     if (rc < 0) {
         cr_errf(err, errlen, "cannot create a temp file beside %s: %s", path, strerror(-rc));
         return rc;
     }
-    for (; locked < (int)bf->params.shards; locked++) /* no stage is appended meanwhile */
-        pthread_mutex_lock(&bf->shards[locked].lock);
-    rc = write_snapshot(bf, &af, high_water_mark, owner, err, errlen);
-    while (locked-- > 0)
-        pthread_mutex_unlock(&bf->shards[locked].lock);
+    /* no stage is appended meanwhile: every shard of every generation */
+    for (; g < ring->n; g++)
+        for (locked = 0; locked < (int)ring->gens[g]->params.shards; locked++)
+            pthread_mutex_lock(&ring->gens[g]->shards[locked].lock);
+    rc = write_snapshot(ring, &af, high_water_mark, owner, err, errlen);
+    while (g-- > 0)
+        for (locked = (int)ring->gens[g]->params.shards; locked-- > 0;)
+            pthread_mutex_unlock(&ring->gens[g]->shards[locked].lock);
     if (rc < 0) {
         cr_afile_abort(&af);
         return rc;
@@ -213,6 +256,13 @@ int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, const uint
         cr_errf(err, errlen, "cannot save snapshot %s (%s): %s", path,
                 cr_afile_step_name(af.failed), strerror(-rc));
     return rc;
+}
+
+int bloom_save(bloom *bf, const char *path, uint64_t high_water_mark, const uint8_t *owner,
+               char *err, size_t errlen)
+{
+    bloom_ring ring = { 1, 0, 0, { bf }, { 0 } };
+    return bloom_save_ring(&ring, path, high_water_mark, owner, err, errlen);
 }
 
 struct reader {
@@ -289,18 +339,91 @@ static int verify_checksum(int fd, uint64_t size, uint8_t *buf, char *err, size_
     return 0;
 }
 
+/* One generation's shards and stages into bf (allocated, no stage yet).
+ * *left: bytes before the checksum not yet read. */
+static int parse_filter(struct reader *r, bloom *bf, unsigned gen, uint64_t *left, char *err,
+                        size_t errlen)
+{
+    const bloom_params *p = &bf->params;
+    int rc;
+    for (unsigned s = 0; s < p->shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        uint8_t sb[SNAP_SHARD];
+        if (*left < SNAP_SHARD)
+            goto short_;
+        rc = rd_bytes(r, sb, sizeof sb);
+        if (rc != 0)
+            goto io;
+        *left -= SNAP_SHARD;
+        unsigned n = get32(sb);
+        if (n < 1 || n > p->max_stages || get32(sb + 4) != 0) {
+            cr_errf(err, errlen, "generation %u shard %u: bad stage count %u", gen, s, n);
+            return -EBADMSG;
+        }
+        for (unsigned i = 0; i < n; i++) {
+            uint8_t g[SNAP_STAGE];
+            if (*left < SNAP_STAGE)
+                goto short_;
+            rc = rd_bytes(r, g, sizeof g);
+            if (rc != 0)
+                goto io;
+            *left -= SNAP_STAGE;
+            uint64_t cap = get64(g), count = get64(g + 8), nb = get64(g + 16);
+            double e = bitsd(get64(g + 24));
+            unsigned k = get32(g + 32), lines = get32(g + 36);
+            if (cap < 1 || cap > MAX_CAPACITY || count > MAX_CAPACITY * 2 || !(e > 0.0 && e < 1.0) ||
+                k < 1 || k > MAX_K || lines < 1 || lines > 2 || nb < 1 ||
+                nb > *left / (64u * lines)) {
+                cr_errf(err, errlen, "generation %u shard %u stage %u: bad geometry", gen, s, i);
+                return -EBADMSG;
+            }
+            if (s == 0 && i == 0) /* as bloom_new would decide */
+                bf->arena_on = nb * 64u * lines * p->shards >= HUGE_PAGE;
+            struct stage *st = bloom_stage_alloc(bf, i, nb, k, lines, cap, e);
+            if (st == NULL) {
+                cr_errf(err, errlen, "out of memory");
+                return -ENOMEM;
+            }
+            sh->stages[i] = st;
+            atomic_store_explicit(&sh->nstages, i + 1, memory_order_relaxed);
+            uint64_t nw = nb * st->block_words, setb = 0;
+            for (uint64_t j = 0; j < nw; j++) {
+                uint8_t wb[8];
+                rc = rd_bytes(r, wb, 8);
+                if (rc != 0)
+                    goto io;
+                uint64_t v = get64(wb);
+                setb += (uint64_t)__builtin_popcountll(v);
+                atomic_store_explicit(&st->words[j], v, memory_order_relaxed);
+            }
+            *left -= nw * 8;
+            atomic_store_explicit(&st->slots[0].count, count, memory_order_relaxed);
+            atomic_store_explicit(&st->slots[0].set_bits, setb, memory_order_relaxed);
+        }
+    }
+    return 0;
+short_:
+    cr_errf(err, errlen, "stage records run past the end of the file");
+    return -EBADMSG;
+io:
+    cr_errf(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
+    return rc;
+}
+
 /* Pass 2: every field, then the bits. */
-static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint64_t *hwm,
-                          uint8_t *owner,
-                          char *err, size_t errlen)
+static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom_ring *out, uint64_t *hwm,
+                          uint8_t *owner, char *err, size_t errlen)
 {
     struct reader r = { fd, NULL, buf, 0, 0, size - SNAP_TRAILER };
     uint64_t left = size - SNAP_TRAILER - SNAP_HEADER; /* bytes after the header */
     uint8_t h[SNAP_HEADER];
-    bloom *bf = NULL;
+    bloom_ring ring;
+    memset(&ring, 0, sizeof ring);
     int rc = rd_bytes(&r, h, sizeof h);
-    if (rc != 0)
-        goto io;
+    if (rc != 0) {
+        cr_errf(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
+        return rc;
+    }
     bloom_params p;
     p.expected_items = get64(h + 32);
     p.fp_rate = bitsd(get64(h + 40));
@@ -315,70 +438,53 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
                get32(h + 76) != LINE_BITS ? "line size" : why);
         return -EBADMSG;
     }
-    rc = bloom_alloc(&p, &bf);
-    if (rc != 0)
-        goto nomem;
-    bf->cap0 = get64(h + 80);
-    bf->p0 = bitsd(get64(h + 88));
-    if (bf->cap0 < 1 || bf->cap0 > MAX_CAPACITY || !(bf->p0 > 0.0 && bf->p0 <= p.fp_rate)) {
+    uint64_t cap0 = get64(h + 80);
+    double p0 = bitsd(get64(h + 88));
+    if (cap0 < 1 || cap0 > MAX_CAPACITY || !(p0 > 0.0 && p0 <= p.fp_rate)) {
         cr_errf(err, errlen, "bad first-stage sizing in snapshot");
-        rc = -EBADMSG;
-        goto out;
+        return -EBADMSG;
     }
-    for (unsigned s = 0; s < p.shards; s++) {
-        struct shard *sh = &bf->shards[s];
-        uint8_t sb[SNAP_SHARD];
-        if (left < SNAP_SHARD)
-            goto short_;
-        rc = rd_bytes(&r, sb, sizeof sb);
-        if (rc != 0)
-            goto io;
-        left -= SNAP_SHARD;
-        unsigned n = get32(sb);
-        if (n < 1 || n > p.max_stages || get32(sb + 4) != 0) {
-            cr_errf(err, errlen, "shard %u: bad stage count %u", s, n);
+    unsigned n = get32(h + 112);
+    ring.generations = get32(h + 116);
+    ring.retention_s = (int64_t)get64(h + 120);
+    if (n < 1 || n > BLOOM_MAX_GENS || ring.retention_s < 0 ||
+        (ring.retention_s == 0) != (n == 1 && ring.generations == 0) ||
+        (ring.retention_s > 0 && n > ring.generations + 1)) {
+        cr_errf(err, errlen, "bad generation ring in snapshot (%u live of %u, retention %lld s)",
+                n, ring.generations, (long long)ring.retention_s);
+        return -EBADMSG;
+    }
+    for (unsigned g = 0; g < n; g++) {
+        uint8_t gb[SNAP_GEN];
+        if (left < SNAP_GEN) {
+            cr_errf(err, errlen, "generation records run past the end of the file");
             rc = -EBADMSG;
             goto out;
         }
-        for (unsigned i = 0; i < n; i++) {
-            uint8_t g[SNAP_STAGE];
-            if (left < SNAP_STAGE)
-                goto short_;
-            rc = rd_bytes(&r, g, sizeof g);
-            if (rc != 0)
-                goto io;
-            left -= SNAP_STAGE;
-            uint64_t cap = get64(g), count = get64(g + 8), nb = get64(g + 16);
-            double e = bitsd(get64(g + 24));
-            unsigned k = get32(g + 32), lines = get32(g + 36);
-            if (cap < 1 || cap > MAX_CAPACITY || count > MAX_CAPACITY * 2 || !(e > 0.0 && e < 1.0) ||
-                k < 1 || k > MAX_K || lines < 1 || lines > 2 || nb < 1 ||
-                nb > left / (64u * lines)) {
-                cr_errf(err, errlen, "shard %u stage %u: bad geometry", s, i);
-                rc = -EBADMSG;
-                goto out;
-            }
-            if (s == 0 && i == 0) /* as bloom_new would decide */
-                bf->arena_on = nb * 64u * lines * p.shards >= HUGE_PAGE;
-            struct stage *st = bloom_stage_alloc(bf, i, nb, k, lines, cap, e);
-            if (st == NULL)
-                goto nomem;
-            sh->stages[i] = st;
-            atomic_store_explicit(&sh->nstages, i + 1, memory_order_relaxed);
-            uint64_t nw = nb * st->block_words, setb = 0;
-            for (uint64_t j = 0; j < nw; j++) {
-                uint8_t wb[8];
-                rc = rd_bytes(&r, wb, 8);
-                if (rc != 0)
-                    goto io;
-                uint64_t v = get64(wb);
-                setb += (uint64_t)__builtin_popcountll(v);
-                atomic_store_explicit(&st->words[j], v, memory_order_relaxed);
-            }
-            left -= nw * 8;
-            atomic_store_explicit(&st->slots[0].count, count, memory_order_relaxed);
-            atomic_store_explicit(&st->slots[0].set_bits, setb, memory_order_relaxed);
+        rc = rd_bytes(&r, gb, sizeof gb);
+        if (rc != 0) {
+            cr_errf(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
+            goto out;
         }
+        left -= SNAP_GEN;
+        ring.starts[g] = (int64_t)get64(gb);
+        if (get64(gb + 8) != 0 || (g > 0 && ring.starts[g] < ring.starts[g - 1])) {
+            cr_errf(err, errlen, "generation %u: bad start time", g);
+            rc = -EBADMSG;
+            goto out;
+        }
+        rc = bloom_alloc(&p, &ring.gens[g]);
+        if (rc != 0) {
+            cr_errf(err, errlen, "out of memory");
+            rc = -ENOMEM;
+            goto out;
+        }
+        ring.n = g + 1;
+        ring.gens[g]->cap0 = cap0;
+        ring.gens[g]->p0 = p0;
+        rc = parse_filter(&r, ring.gens[g], g, &left, err, errlen);
+        if (rc != 0)
+            goto out;
     }
     if (left != 0) {
         cr_errf(err, errlen, "%llu unexplained bytes before the checksum", (unsigned long long)left);
@@ -388,25 +494,16 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom **out, uint
     *hwm = get64(h + 24);
     if (owner != NULL)
         memcpy(owner, h + 96, BLOOM_OWNER_BYTES);
-    *out = bf;
+    *out = ring;
     return 0;
-short_:
-    cr_errf(err, errlen, "stage records run past the end of the file");
-    rc = -EBADMSG;
-    goto out;
-io:
-    cr_errf(err, errlen, rc == -EIO ? "read error" : "truncated while reading");
-    goto out;
-nomem:
-    cr_errf(err, errlen, "out of memory");
-    rc = -ENOMEM;
 out:
-    bloom_free(bf);
+    for (unsigned g = 0; g < ring.n; g++)
+        bloom_free(ring.gens[g]);
     return rc;
 }
 
-int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, uint8_t *owner, char *err,
-               size_t errlen)
+int bloom_load_ring(const char *path, bloom_ring *out, uint64_t *high_water_mark, uint8_t *owner,
+                    char *err, size_t errlen)
 {
     uint8_t *buf = NULL;
     int rc;
@@ -498,4 +595,22 @@ out:
     cr_free(buf);
     close(fd);
     return rc;
+}
+
+int bloom_load(const char *path, bloom **out, uint64_t *high_water_mark, uint8_t *owner, char *err,
+               size_t errlen)
+{
+    bloom_ring ring;
+    int rc = bloom_load_ring(path, &ring, high_water_mark, owner, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (ring.n != 1 || ring.retention_s != 0) {
+        cr_errf(err, errlen, "%s holds a ring of %u generations (retention %lld s), not one filter",
+                path, ring.n, (long long)ring.retention_s);
+        for (unsigned g = 0; g < ring.n; g++)
+            bloom_free(ring.gens[g]);
+        return -EINVAL;
+    }
+    *out = ring.gens[0];
+    return 0;
 }

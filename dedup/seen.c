@@ -12,11 +12,12 @@
 #include <errno.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "dedup/pendset.h"
 #include "dedup/recent.h"
 
 enum { KEYS, NEW_BLOOM, NEW_VERIFIED, DUP_TRUSTED, DUP_RECENT, DUP_VERIFIED, DUP_PENDING,
-       CHECKED_NEW, ERRORS, UNSTORED, NCOUNTERS };
+       CHECKED_NEW, ERRORS, UNSTORED, REFRESHED, FOUND_AGAIN, NCOUNTERS };
 
 #define STRIPES 8
 typedef struct stripe {
@@ -25,7 +26,7 @@ typedef struct stripe {
 } stripe;
 
 struct seen {
-    bloom *bf;
+    gens *g;
     recent *cache;
     pendset *pend;
     seen_verifier v;
@@ -56,6 +57,19 @@ seen *seen_new(bloom *bf, const seen_opts *o, const seen_verifier *v)
 {
     if (v == NULL && o->verify != SEEN_VERIFY_NEVER)
         return NULL;
+    gens *g = gens_wrap(bf);
+    if (g == NULL)
+        return NULL;
+    seen *s = seen_new_gens(g, o, v);
+    if (s == NULL)
+        gens_unwrap(g);
+    return s;
+}
+
+seen *seen_new_gens(gens *g, const seen_opts *o, const seen_verifier *v)
+{
+    if (v == NULL && o->verify != SEEN_VERIFY_NEVER)
+        return NULL;
     seen *s = cr_calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
@@ -67,7 +81,7 @@ seen *seen_new(bloom *bf, const seen_opts *o, const seen_verifier *v)
         cr_free(s);
         return NULL;
     }
-    s->bf = bf;
+    s->g = g;
     s->verify = o->verify;
     if (v) {
         s->v = *v;
@@ -82,7 +96,7 @@ void seen_free(seen *s)
         return;
     recent_free(s->cache);
     pendset_free(s->pend);
-    bloom_free(s->bf);
+    gens_free(s->g);
     cr_free(s);
 }
 
@@ -90,12 +104,12 @@ void seen_free(seen *s)
 /* The verifier's word on a recorded key: committed rows get their Bloom
  * bits (before leaving the pending set, so a concurrent test that misses
  * the pending entry finds the bits); refused ones are forgotten. */
-static void seen_ack(void *arg, const char *key, size_t len, int status)
+static void seen_ack(void *arg, const char *key, size_t len, int64_t linked, int status)
 {
     seen *s = arg;
     hash_fp fp = hash_fingerprint(key, len);
     if (status >= 0) {
-        bloom_add_fp(s->bf, fp);
+        gens_add_at(s->g, fp, linked);
         recent_check_add(s->cache, fp.lo, fp.hi);
     } else {
         bump(s, UNSTORED);
@@ -103,11 +117,26 @@ static void seen_ack(void *arg, const char *key, size_t len, int status)
     pendset_del(s->pend, fp.lo, fp.hi);
 }
 
+/* A key the newest generation lacks but an older one holds: into the
+ * newest, and its row stamped, once (the thread whose add set the bits
+ * writes; a second thread racing it may write too, harmlessly). */
+static void refresh(seen *s, const char *key, size_t len, hash_fp fp)
+{
+    int64_t stamp;
+    if (gens_add_fp(s->g, fp, &stamp) != 0)
+        return;
+    bump(s, REFRESHED);
+    if (s->have_verifier && s->v.refresh != NULL && s->v.refresh(s->v.ctx, key, len, stamp) < 0)
+        bump(s, ERRORS);
+}
+
 int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
 {
     hash_fp fp = hash_fingerprint(key, len);
     bool verify = s->verify == SEEN_VERIFY_ALWAYS || (s->verify == SEEN_VERIFY_IN_SCOPE && in_scope);
-    if (!bloom_query_fp(s->bf, fp)) {
+    int64_t stamp = gens_stamp(s->g, cr_wall_ms() / 1000);
+    int q = gens_query_fp(s->g, fp);
+    if (q == GENS_NO) {
         int added = pendset_add(s->pend, fp.lo, fp.hi);
         if (added < 0) {
             bump(s, ERRORS);
@@ -119,12 +148,15 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
             return SEEN_DUP_PENDING;
         }
         /* committed and acknowledged between the query and the add? */
-        if (bloom_query_fp(s->bf, fp)) {
+        q = gens_query_fp(s->g, fp);
+        if (q != GENS_NO) {
             pendset_del(s->pend, fp.lo, fp.hi);
             goto maybe;
         }
+        if (gens_was_dropped(s->g, fp))
+            bump(s, FOUND_AGAIN);
         if (s->have_verifier) {
-            int rc = s->v.record_new(s->v.ctx, key, len, row, seen_ack, s);
+            int rc = s->v.record_new(s->v.ctx, key, len, stamp, row, seen_ack, s);
             if (rc < 0) {
                 pendset_del(s->pend, fp.lo, fp.hi);
                 bump(s, ERRORS);
@@ -132,7 +164,7 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
             }
         } else {
             /* nothing to commit: the filter is the whole seen-set */
-            bloom_add_fp(s->bf, fp);
+            gens_add_fp(s->g, fp, NULL);
             pendset_del(s->pend, fp.lo, fp.hi);
         }
         bump(s, KEYS);
@@ -143,16 +175,20 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
     }
 maybe:
     if (!verify) {
+        if (q == GENS_OLDER)
+            refresh(s, key, len, fp);
         bump(s, KEYS);
         bump(s, DUP_TRUSTED);
         return SEEN_DUP_TRUSTED;
     }
     if (recent_contains(s->cache, fp.lo, fp.hi)) {
+        if (q == GENS_OLDER)
+            refresh(s, key, len, fp);
         bump(s, KEYS);
         bump(s, DUP_RECENT);
         return SEEN_DUP_RECENT;
     }
-    int rc = s->v.check_insert(s->v.ctx, key, len, row);
+    int rc = s->v.check_insert(s->v.ctx, key, len, stamp, row);
     if (rc < 0) {
         bump(s, ERRORS);
         return rc;
@@ -160,15 +196,27 @@ maybe:
     recent_check_add(s->cache, fp.lo, fp.hi); /* committed: check_insert waited */
     bump(s, KEYS);
     if (rc == 1) {
+        /* stored with this window's stamp: its key belongs in that window */
+        gens_add_at(s->g, fp, stamp);
         bump(s, NEW_VERIFIED);
         bump(s, CHECKED_NEW);
         return SEEN_NEW_VERIFIED;
     }
+    if (q == GENS_OLDER)
+        refresh(s, key, len, fp);
     bump(s, DUP_VERIFIED);
     return SEEN_DUP_VERIFIED;
 }
 
-void seen_add_known(seen *s, const char *key, size_t len) { bloom_add(s->bf, key, len); }
+void seen_add_known(seen *s, const char *key, size_t len)
+{
+    gens_add_fp(s->g, hash_fingerprint(key, len), NULL);
+}
+
+int seen_add_known_at(seen *s, const char *key, size_t len, int64_t linked)
+{
+    return gens_add_at(s->g, hash_fingerprint(key, len), linked);
+}
 
 void seen_counters_get(seen *s, seen_counters *out)
 {
@@ -183,6 +231,8 @@ void seen_counters_get(seen *s, seen_counters *out)
     out->errors = total(s, ERRORS);
     out->unstored = total(s, UNSTORED);
     out->pending = pendset_count(s->pend);
+    out->refreshed = total(s, REFRESHED);
+    out->found_again = total(s, FOUND_AGAIN);
 }
 
 double seen_observed_fpr(const seen_counters *c)
@@ -190,4 +240,6 @@ double seen_observed_fpr(const seen_counters *c)
     return c->checked_new ? (double)c->new_verified / (double)c->checked_new : 0.0;
 }
 
-bloom *seen_bloom(seen *s) { return s->bf; }
+bloom *seen_bloom(seen *s) { return gens_newest(s->g); }
+
+gens *seen_gens(seen *s) { return s->g; }

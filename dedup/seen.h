@@ -22,6 +22,11 @@
  * holds what the writer holds. A row the writer finally could not store is acknowledged with an
  * error and is not seen.
  *
+ * With a generation ring (dedup/gens), a MAYBE that only an older
+ * generation gives is a refresh: the key goes into the newest generation
+ * and the verifier's refresh stamps its row, once per key per window
+ * (later links in the window find it in the newest: a query only).
+ *
  * Threads: seen_test may be called from many threads at once (the Bloom
  * filter, the pending set and the recent cache are thread-safe; counters
  * are atomics); the verifier's functions must be too, and the ack may come
@@ -34,25 +39,34 @@
 #include <stdint.h>
 
 #include "dedup/bloom.h"
+#include "dedup/gens.h"
 
 typedef struct seen seen;
 
 enum seen_verify { SEEN_VERIFY_NEVER, SEEN_VERIFY_ALWAYS, SEEN_VERIFY_IN_SCOPE };
 
 /* The verifier's acknowledgement of a record_new: status >= 0 once the row
- * is committed (new or already there), < 0 when it could not be stored.
- * Called exactly once per record_new that returned 0, on any thread. */
-typedef void (*seen_ack_fn)(void *arg, const char *key, size_t len, int status);
+ * is committed (new or already there), < 0 when it could not be stored;
+ * linked is record_new's. Called exactly once per record_new that returned
+ * 0, on any thread. */
+typedef void (*seen_ack_fn)(void *arg, const char *key, size_t len, int64_t linked, int status);
 
+/* `linked` is the key's stamp (dedup/gens.h): the row's last-linked time,
+ * which a row already there takes too if it is older (so the store never
+ * forgets a row whose key the filter still holds, nor the reverse). */
 typedef struct seen_verifier {
     void *ctx;
     /* A certainly new key: record it (may be asynchronous) and call
      * ack(ack_arg, ...) after the commit. 0 queued, or <0 (then no ack). */
-    int (*record_new)(void *ctx, const char *key, size_t len, void *row, seen_ack_fn ack,
-                      void *ack_arg);
+    int (*record_new)(void *ctx, const char *key, size_t len, int64_t linked, void *row,
+                      seen_ack_fn ack, void *ack_arg);
     /* A Bloom MAYBE: insert the key unless present, synchronously, after
      * every record_new made before it. 1: it was new; 0: it existed; <0. */
-    int (*check_insert)(void *ctx, const char *key, size_t len, void *row);
+    int (*check_insert)(void *ctx, const char *key, size_t len, int64_t linked, void *row);
+    /* May be NULL. A key last confirmed in an older generation was linked
+     * again: set its row's last-linked time to linked (asynchronously, in
+     * the writer's next batch; a missing row is no error). 0 or < 0. */
+    int (*refresh)(void *ctx, const char *key, size_t len, int64_t linked);
 } seen_verifier;
 
 typedef enum seen_result {
@@ -79,6 +93,8 @@ typedef struct seen_counters {
     uint64_t errors;        /* verifier failures (nothing recorded, nothing seen) */
     uint64_t unstored;      /* keys recorded whose row the store finally refused */
     uint64_t pending;       /* keys recorded, not committed yet (a gauge) */
+    uint64_t refreshed;     /* keys moved to the newest generation (one store write each) */
+    uint64_t found_again;   /* new keys the last dropped generation held: forgotten, found again */
 } seen_counters;
 
 typedef struct seen_opts {
@@ -87,8 +103,10 @@ typedef struct seen_opts {
 } seen_opts;
 
 /* Takes ownership of bf (freed by seen_free). verifier may be NULL only
- * with SEEN_VERIFY_NEVER (then nothing is recorded). NULL: no memory. */
+ * with SEEN_VERIFY_NEVER (then nothing is recorded). NULL: no memory.
+ * seen_new is a filter without retention; seen_new_gens takes a ring. */
 seen *seen_new(bloom *bf, const seen_opts *o, const seen_verifier *v);
+seen *seen_new_gens(gens *g, const seen_opts *o, const seen_verifier *v);
 void seen_free(seen *s);
 
 /* Decides one key. in_scope matters only for SEEN_VERIFY_IN_SCOPE; row is
@@ -99,12 +117,16 @@ void seen_free(seen *s);
 int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row);
 
 /* Adds a key known to be recorded already (catch-up after a restart):
- * the Bloom filter only, no counters, no verifier. */
+ * the Bloom filter only, no counters, no verifier. _at: into the
+ * generation of its stored last-linked stamp (gens_add_at). */
 void seen_add_known(seen *s, const char *key, size_t len);
+int seen_add_known_at(seen *s, const char *key, size_t len, int64_t linked);
 
 void seen_counters_get(seen *s, seen_counters *out /* OUT */);
 /* False positives caught / new keys that were checked; 0 with none. */
 double seen_observed_fpr(const seen_counters *c);
+/* The newest generation's filter (the whole filter without retention). */
 bloom *seen_bloom(seen *s);
+gens *seen_gens(seen *s);
 
 #endif

@@ -49,7 +49,7 @@
 
 #define DB_FILE "crawld.db"
 #define LOCK_FILE "crawld.lock"
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 #define APP_ID 0x43724c64 /* "CrLd" in PRAGMA application_id */
 #define BUSY_MS 10000
 #define ERRMSG_MAX 512
@@ -109,6 +109,13 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "ALTER TABLE urls ADD COLUMN fetches INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE urls ADD COLUMN changes INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX urls_due ON urls(state, next_at) WHERE next_at IS NOT NULL;",
+    /* 3 -> 4: last_linked, the start (Unix seconds) of the retention window
+     * in which a link to the URL was last confirmed (dedup/gens.h: the
+     * stamp of the Bloom generation holding its key); with dedup.retention_s
+     * the rows stamped before the oldest live window are forgotten. */
+    "ALTER TABLE urls ADD COLUMN last_linked INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE urls SET last_linked = discovered_at / 1000;"
+    "CREATE INDEX urls_last_linked ON urls(last_linked);",
 };
 
 /* Figures over time (`crawld report`): additive tables that every db_open
@@ -121,11 +128,12 @@ static const char figures_sql[] =
     " data TEXT NOT NULL);";
 
 enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META, OP_SAMPLE, OP_HOST, OP_PRUNE,
-       OP_HISTORY, OP_DUE };
+       OP_HISTORY, OP_DUE, OP_LINKED, OP_FORGET };
 
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_INSERT, ST_FIND, ST_GETSTATE,
-    ST_OUTCOME, ST_SETSTATE, ST_META, ST_SAMPLE, ST_HOST, ST_HISTORY, ST_DUE, ST_REQUEUE, ST_COUNT
+    ST_OUTCOME, ST_SETSTATE, ST_META, ST_SAMPLE, ST_HOST, ST_HISTORY, ST_DUE, ST_REQUEUE,
+    ST_LINKED, ST_FORGET_PICK, ST_FORGET_DEL, ST_COUNT
 };
 
 static const char *const writer_sql[ST_COUNT] = {
@@ -133,8 +141,8 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_INSERT] = "INSERT OR IGNORE INTO urls(url, host, depth, parent, kind,"
-                  " state, discovered_at, hops, fetch_url)"
-                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                  " state, discovered_at, hops, fetch_url, last_linked)"
+                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_FIND] = "SELECT id FROM urls WHERE url = ?1",
     [ST_GETSTATE] = "SELECT state FROM urls WHERE id = ?1",
     [ST_OUTCOME] = "UPDATE urls SET state = ?2, http_status = ?3, bytes = ?4,"
@@ -152,7 +160,15 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_DUE] = "UPDATE urls SET next_at = ?2 WHERE id = ?1 AND state = 2 AND gone = 0"
                " AND (?3 = 0 OR fetched_at IS NULL OR fetched_at < ?3)"
                " AND (next_at IS NULL OR next_at > ?2)",
+    [ST_LINKED] = "UPDATE urls SET last_linked = ?2 WHERE url = ?1 AND last_linked < ?2",
+    /* rows nobody linked since the cutoff, unless queued, in flight or due
+     * for a re-crawl (next_at reached, ?3 = now in ms) */
+    [ST_FORGET_PICK] = "SELECT id, state FROM urls WHERE last_linked < ?1"
+                       " AND state NOT IN (0, 1)"
+                       " AND NOT (next_at IS NOT NULL AND gone = 0 AND next_at <= ?3) LIMIT ?2",
+    [ST_FORGET_DEL] = "DELETE FROM urls WHERE id = ?1",
 };
+_Static_assert(DB_STATE_QUEUED == 0 && DB_STATE_IN_FLIGHT == 1, "ST_FORGET_PICK's states");
 
 /* A caller waiting for `pending` of its ops (on its stack; guarded by mu). */
 struct waiter {
@@ -178,6 +194,7 @@ struct op {
     int64_t bytes;
     int64_t fetch_ms;
     int64_t fetched_at;
+    int64_t linked;     /* INSERT, LINKED: last_linked; FORGET: the cutoff */
     int depth;
     int kind;
     int state;
@@ -224,7 +241,7 @@ struct db {
     int last_code;
     char errmsg[ERRMSG_MAX];
     int64_t counts[DB_STATE_COUNT];
-    int64_t n_ops, n_commits, n_failed;
+    int64_t n_ops, n_commits, n_failed, n_forgotten;
     /* A stall: the writer holds a batch the store refused and retries it. */
     pthread_cond_t retry_cv;  /* the writer's backoff wait; db_close wakes it */
     int stalled;
@@ -246,7 +263,7 @@ struct db {
 enum {
     RST_EXISTS, RST_MAXID, RST_SCAN, RST_Q_SAME, RST_Q_DEEPER, RST_QH_SAME,
     RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_ROW, RST_HIST, RST_DUE, RST_DUE_N,
-    RST_DUE_NEXT, RST_INTERVALS, RST_COUNT
+    RST_DUE_NEXT, RST_INTERVALS, RST_SCAN_LINKED, RST_STALE_QUEUED, RST_STAMPS, RST_COUNT
 };
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts, fetch_url"
@@ -254,6 +271,12 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_EXISTS] = "SELECT id FROM urls WHERE url = ?1",
     [RST_MAXID] = "SELECT max(id) FROM urls",
     [RST_SCAN] = "SELECT id, url FROM urls WHERE id > ?1 ORDER BY id",
+    [RST_STAMPS] = "SELECT DISTINCT last_linked FROM urls WHERE last_linked >= ?1"
+                   " ORDER BY last_linked",
+    [RST_SCAN_LINKED] = "SELECT id, url, last_linked FROM urls WHERE id > ?1 OR last_linked >= ?2",
+    [RST_STALE_QUEUED] = "SELECT id, url, last_linked FROM urls WHERE last_linked < ?1"
+                         " AND (state IN (0, 1) OR"
+                         " (next_at IS NOT NULL AND gone = 0 AND next_at <= ?2))",
     [RST_Q_SAME] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"
                    " AND depth = ?1 AND id > ?2 ORDER BY id",
     [RST_Q_DEEPER] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"
@@ -984,6 +1007,7 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     o->kind = u->kind;
     o->state = u->state;
     o->discovered_at = u->discovered_at ? u->discovered_at : cr_wall_ms();
+    o->linked = u->linked_s ? u->linked_s : o->discovered_at / 1000;
     o->hops = u->hops;
     o->url_len = ul;
     o->host_len = hl;
@@ -1330,6 +1354,41 @@ int db_prune_samples(db *d, const db_sample_tier *tiers, size_t n, int64_t now_m
     return enqueue(d, &o);
 }
 
+int db_touch_linked(db *d, const char *url, size_t url_len, int64_t linked)
+{
+    struct op o;
+
+    if (url == NULL || url_len == 0 || url_len > DB_URL_MAX)
+        return -EINVAL;
+    memset(&o, 0, sizeof o);
+    o.mem = cr_malloc(url_len + 1);
+    if (o.mem == NULL)
+        return -ENOMEM;
+    memcpy(o.mem, url, url_len);
+    ((char *)o.mem)[url_len] = '\0';
+    o.type = OP_LINKED;
+    o.url = o.mem;
+    o.url_len = url_len;
+    o.linked = linked;
+    return enqueue(d, &o);
+}
+
+int db_forget(db *d, int64_t cutoff, int limit, db_done_fn cb, void *ud)
+{
+    struct op o;
+
+    if (limit < 1 || limit > DB_FORGET_MAX)
+        return -EINVAL;
+    memset(&o, 0, sizeof o);
+    o.type = OP_FORGET;
+    o.linked = cutoff;
+    o.fetched_at = cr_wall_ms(); /* rows due by now are kept */
+    o.kind = limit;
+    o.cb = cb;
+    o.ud = ud;
+    return enqueue(d, &o);
+}
+
 int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data)
 {
     if (host == NULL || data == NULL || pages < 0)
@@ -1382,6 +1441,7 @@ void db_get_stats(db *d, db_stats *st)
     st->ops = d->n_ops;
     st->commits = d->n_commits;
     st->failed_ops = d->n_failed;
+    st->forgotten = d->n_forgotten;
     st->queued = (int64_t)d->count;
     st->stalled = d->stalled;
     st->stall_code = d->stalled ? d->stall_code : 0;
@@ -1441,6 +1501,49 @@ static int step_done(sqlite3_stmt *s)
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
+/* A row's last_linked moves forward to o->linked (never back). */
+static int apply_linked(db *d, struct op *o)
+{
+    sqlite3_stmt *s = d->st[ST_LINKED];
+    sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, o->linked);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Deletes up to o->kind rows stamped before o->linked; o->status = how
+ * many. The batch's counts follow (delta). */
+static int apply_forget(db *d, struct op *o)
+{
+    sqlite3_stmt *pick = d->st[ST_FORGET_PICK], *del = d->st[ST_FORGET_DEL];
+    int64_t ids[256];
+    int states[256];
+    int n = 0, rc;
+    sqlite3_bind_int64(pick, 1, o->linked);
+    sqlite3_bind_int(pick, 2, o->kind);
+    sqlite3_bind_int64(pick, 3, o->fetched_at);
+    while (n < o->kind && (rc = sqlite3_step(pick)) == SQLITE_ROW) {
+        ids[n] = sqlite3_column_int64(pick, 0);
+        states[n] = sqlite3_column_int(pick, 1);
+        n++;
+    }
+    sqlite3_reset(pick);
+    if (n < o->kind && rc != SQLITE_DONE)
+        return rc;
+    for (int i = 0; i < n; i++) {
+        sqlite3_bind_int64(del, 1, ids[i]);
+        rc = sqlite3_step(del);
+        sqlite3_reset(del);
+        if (rc != SQLITE_DONE)
+            return rc;
+        if (states[i] >= 0 && states[i] < DB_STATE_COUNT)
+            d->delta[states[i]]--;
+    }
+    o->status = n;
+    return SQLITE_OK;
+}
+
 static int apply_insert(db *d, struct op *o)
 {
     sqlite3_stmt *s = d->st[ST_INSERT];
@@ -1461,6 +1564,7 @@ static int apply_insert(db *d, struct op *o)
         sqlite3_bind_text(s, 9, o->fetch_url, (int)o->fetch_url_len, SQLITE_STATIC);
     else
         sqlite3_bind_null(s, 9);
+    sqlite3_bind_int64(s, 10, o->linked);
     rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
@@ -1484,6 +1588,8 @@ static int apply_insert(db *d, struct op *o)
         rc = SQLITE_INTERNAL; /* ignored yet absent: cannot happen */
     }
     sqlite3_reset(s);
+    if (rc == SQLITE_OK) /* linked again: the row takes the newer stamp */
+        rc = apply_linked(d, o);
     return rc;
 }
 
@@ -1618,6 +1724,15 @@ static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t tex
             sqlite3_bind_text(d->st[ST_HOST], 3, o->error, -1, SQLITE_STATIC);
             rc = step_done(d->st[ST_HOST]);
             o->status = 0;
+            break;
+        case OP_LINKED:
+            what = "stamping a URL linked again";
+            rc = apply_linked(d, o);
+            o->status = 0;
+            break;
+        case OP_FORGET:
+            what = "forgetting URLs nobody links to";
+            rc = apply_forget(d, o);
             break;
         case OP_PRUNE:
             what = "pruning old samples";
@@ -1770,8 +1885,11 @@ static void finish_batch(db *d, struct op *batch, size_t n, int batch_ok)
     d->n_ops += (int64_t)n;
     if (batch_ok)
         d->n_commits++;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         d->n_failed += batch[i].status < 0;
+        if (batch_ok && batch[i].type == OP_FORGET && batch[i].status > 0)
+            d->n_forgotten += batch[i].status;
+    }
     pthread_mutex_unlock(&d->mu);
     for (size_t i = 0; i < n; i++) {
         struct op *o = &batch[i];
@@ -2145,6 +2263,65 @@ int64_t db_reader_scan_after(db_reader *rd, int64_t mark, db_scan_fn cb, void *u
     }
     sqlite3_reset(s);
     return rc == SQLITE_DONE ? n : sql_errno(rc);
+}
+
+static int64_t scan_linked(sqlite3_stmt *s, db_linked_fn cb, void *ud)
+{
+    int64_t n = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *u = (const char *)sqlite3_column_text(s, 1);
+        size_t len = (size_t)sqlite3_column_bytes(s, 1);
+        if (u == NULL) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        n++;
+        int r = cb(ud, sqlite3_column_int64(s, 0), u, len, sqlite3_column_int64(s, 2));
+        if (r != 0) {
+            sqlite3_reset(s);
+            return r < 0 ? r : n;
+        }
+    }
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? n : sql_errno(rc);
+}
+
+int64_t db_reader_scan_linked(db_reader *rd, int64_t mark, int64_t since, db_linked_fn cb,
+                              void *ud)
+{
+    if (cb == NULL)
+        return -EINVAL;
+    sqlite3_stmt *s = rd->st[RST_SCAN_LINKED];
+    sqlite3_bind_int64(s, 1, mark);
+    sqlite3_bind_int64(s, 2, since);
+    return scan_linked(s, cb, ud);
+}
+
+int64_t db_reader_stamps(db_reader *rd, int64_t since, int (*cb)(void *ud, int64_t stamp),
+                         void *ud)
+{
+    sqlite3_stmt *s = rd->st[RST_STAMPS];
+    int64_t n = 0;
+    int rc;
+    sqlite3_bind_int64(s, 1, since);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        n++;
+        if (cb(ud, sqlite3_column_int64(s, 0)) != 0)
+            break;
+    }
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? n : sql_errno(rc);
+}
+
+int64_t db_reader_stale_queued(db_reader *rd, int64_t cutoff, db_linked_fn cb, void *ud)
+{
+    if (cb == NULL)
+        return -EINVAL;
+    sqlite3_stmt *s = rd->st[RST_STALE_QUEUED];
+    sqlite3_bind_int64(s, 1, cutoff);
+    sqlite3_bind_int64(s, 2, cr_wall_ms());
+    return scan_linked(s, cb, ud);
 }
 
 static int excluded(const db_queued_query *q, const char *host, size_t len)

@@ -117,6 +117,8 @@ typedef struct db_url {
     int kind;              /* enum db_kind */
     int state;             /* initial state, usually DB_STATE_QUEUED */
     int64_t discovered_at; /* unix ms; 0 = now */
+    int64_t linked_s;      /* last_linked, unix s (dedup/gens.h stamp); 0 = discovered_at.
+                              A row already there takes it if newer. */
 } db_url;
 
 typedef struct db_outcome {
@@ -253,6 +255,18 @@ int db_put_meta(db *d, const char *key, const char *value);
 int db_put_sample(db *d, int64_t t_ms, const char *data);
 int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data);
 
+/* Retention. db_touch_linked queues "row url was linked again at stamp
+ * linked" (last_linked moves forward only; no row is no error).
+ * db_forget queues the deletion of up to limit (1..DB_FORGET_MAX) rows
+ * stamped before cutoff that are not queued, in flight or due for a
+ * re-crawl; cb gets
+ * status = rows deleted (fewer than limit: none are left), or < 0. Call
+ * it again while it deletes limit rows: each call is one bounded step in
+ * the writer's queue, so the crawl's own writes go on in between. */
+#define DB_FORGET_MAX 256
+int db_touch_linked(db *d, const char *url, size_t url_len, int64_t linked);
+int db_forget(db *d, int64_t cutoff, int limit, db_done_fn cb, void *ud);
+
 /* Downsampling of the samples with age: a tier keeps, of the rows at least
  * age_ms old (age = now_ms - t_ms), only the earliest of each every_ms
  * bucket (buckets aligned on multiples of every_ms). Tiers go from the
@@ -305,6 +319,7 @@ typedef struct db_stats {
     int64_t stalls;               /* stalls so far */
     int64_t stall_ms;             /* their total length, the current one included */
     int64_t retry_in_ms;          /* until the next try, while stalled */
+    int64_t forgotten;            /* rows deleted by db_forget (retention) */
 } db_stats;
 
 /* A few words for a stall's error code: "disk full", "I/O error",
@@ -363,6 +378,22 @@ typedef int (*db_row_fn)(void *ud, const db_row *row);
 /* Calls cb for every row with id > mark, in id order (Bloom filter rebuild
  * and catch-up). Returns the number of rows passed to cb, or < 0. */
 int64_t db_reader_scan_after(db_reader *rd, int64_t mark, db_scan_fn cb, void *ud);
+
+/* Retention (dedup/gens.h). cb gets each row with its last_linked. */
+typedef int (*db_linked_fn)(void *ud, int64_t id, const char *url, size_t url_len,
+                            int64_t linked);
+/* Rows with id > mark or last_linked >= since (catch-up of a generation
+ * ring: the rows added, and the rows stamped again, after a snapshot). */
+int64_t db_reader_scan_linked(db_reader *rd, int64_t mark, int64_t since, db_linked_fn cb,
+                              void *ud);
+/* The distinct last_linked stamps >= since, in order (the windows a ring
+ * must hold before a catch-up). Returns how many cb saw, or < 0. */
+int64_t db_reader_stamps(db_reader *rd, int64_t since, int (*cb)(void *ud, int64_t stamp),
+                         void *ud);
+/* Queued, in-flight or due (next_at reached) rows stamped before cutoff:
+ * they are kept when the rest are forgotten, so their keys must move to
+ * the newest generation. */
+int64_t db_reader_stale_queued(db_reader *rd, int64_t cutoff, db_linked_fn cb, void *ud);
 
 typedef struct db_queued_query {
     const char *host;                 /* only this host; NULL = any host */

@@ -659,7 +659,7 @@ static void snapshot_refuses_flipped_byte(void **state)
     uint8_t *data = saved_filter(path, sizeof path, &n);
     tmp_path(bad, sizeof bad, "bad.bloom");
     /* header parameters, hwm, shard record, stage record, bits, checksum */
-    size_t at[] = { 24, 40, 64, 88, 96, 104, 112, 120, 156, n / 2, n - 9, n - 1 };
+    size_t at[] = { 24, 40, 64, 88, 96, 104, 112, 120, 130, 156, 180, n / 2, n - 9, n - 1 };
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         data[at[i]] ^= 0x10;
         write_file(bad, data, n);
@@ -693,13 +693,16 @@ static void snapshot_refuses_foreign_files(void **state)
     write_file(bad, data, n);
     expect_refused(bad, -EINVAL, "magic");
     data[0] = 'C';
-    data[8] = 3; /* a later version */
+    data[8] = 4; /* a later version */
     write_file(bad, data, n);
     expect_refused(bad, -ENOTSUP, "version");
-    data[8] = 1; /* an earlier one (before owner ids) */
+    data[8] = 2; /* an earlier one (before generation rings) */
     write_file(bad, data, n);
     expect_refused(bad, -ENOTSUP, "version");
-    data[8] = 2;
+    data[8] = 1; /* before owner ids */
+    write_file(bad, data, n);
+    expect_refused(bad, -ENOTSUP, "version");
+    data[8] = 3;
     const char text[] = "[dedup]\nexpected_urls = 1000000\n";
     write_file(bad, text, sizeof text - 1);
     expect_refused(bad, -EINVAL, "magic");
@@ -720,9 +723,10 @@ static void snapshot_checks_fields_behind_checksum(void **state)
     size_t n;
     uint8_t *data = saved_filter(path, sizeof path, &n);
     tmp_path(bad, sizeof bad, "bad.bloom");
-    /* first stage record: nblocks (at 112 + 8 + 16) set huge, checksum redone */
+    /* first stage record: nblocks (at header 128 + generation 16 + shard 8
+     * + 16) set huge, checksum redone */
     uint64_t huge = UINT64_C(1) << 40;
-    memcpy(data + 112 + 8 + 16, &huge, 8);
+    memcpy(data + 128 + 16 + 8 + 16, &huge, 8);
     uint64_t sum = hash_digest64(data, n - 8);
     memcpy(data + n - 8, &sum, 8);
     write_file(bad, data, n);

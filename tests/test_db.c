@@ -163,7 +163,7 @@ static void test_create_and_reopen(void **state)
     assert_true(id > 0);
     assert_int_equal(db_close(d), 0);
 
-    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 3);
+    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 4);
     assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
                                      " AND name IN ('urls_state','urls_host_state')"), 2);
     d = open_ok(nested, NULL);
@@ -188,7 +188,7 @@ static void test_meta_values(void **state)
     assert_string_equal(buf, "{\"pages\": 2}");
     assert_int_equal(db_reader_get_meta(rd, "nothing", buf, sizeof buf), -ENOENT);
     assert_int_equal(db_reader_get_meta(rd, "schema_version", buf, sizeof buf), 0);
-    assert_string_equal(buf, "3");
+    assert_string_equal(buf, "4");
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
@@ -1926,7 +1926,12 @@ static void test_migrate_from_v1(void **state)
     assert_int_equal(hops, 3);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 3);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 4);
+    /* 3 -> 4: old rows stamped from discovered_at (0 here; /a was linked
+     * again above and took that insert's stamp), the index there */
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE last_linked = 0"), 2);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE type='index'"
+                                       " AND name = 'urls_last_linked'"), 1);
     assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='created_at'"),
                      1700000000000LL);
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE fetch_url IS NULL"), 4);
@@ -2015,6 +2020,108 @@ static void test_state_names(void **state)
     assert_string_equal(db_state_name(-1), "?");
 }
 
+/* ---- retention (dedup.retention_s): last_linked, touch, forget ---- */
+
+static int64_t forget_status;
+static int forget_calls;
+
+static void on_forget(void *ud, const db_result *r)
+{
+    (void)ud;
+    forget_status = r->status;
+    forget_calls++;
+}
+
+static int count_linked(void *ud, int64_t id, const char *url, size_t len, int64_t linked)
+{
+    (void)id;
+    (void)url;
+    (void)len;
+    (void)linked;
+    (*(int *)ud)++;
+    return 0;
+}
+
+/* Rows carry the stamp they were recorded with; a link again moves it
+ * forward (never back), also through an insert of a row already there. */
+static void test_last_linked_moves_forward(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_url u = url_of("https://a.example/", "a.example", 0);
+    u.linked_s = 100;
+    int64_t id = 0;
+    assert_int_equal(db_insert_url_wait(d, &u, &id), 1);
+    assert_int_equal(db_touch_linked(d, u.url, strlen(u.url), 50), 0);
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT last_linked FROM urls"), 100);
+    assert_int_equal(db_touch_linked(d, u.url, strlen(u.url), 300), 0);
+    assert_int_equal(db_touch_linked(d, "https://none.example/", 21, 300), 0); /* no row: fine */
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT last_linked FROM urls"), 300);
+    u.linked_s = 400;
+    assert_int_equal(db_insert_url_wait(d, &u, &id), 0);
+    assert_int_equal(raw_int(f->state, "SELECT last_linked FROM urls"), 400);
+    assert_int_equal(db_touch_linked(d, NULL, 3, 1), -EINVAL);
+    /* without a stamp, the discovery time in seconds */
+    db_url v = url_of("https://b.example/", "b.example", 0);
+    v.discovered_at = 1700000000123LL;
+    assert_int_equal(db_insert_url_wait(d, &v, &id), 1);
+    assert_int_equal(raw_int(f->state, "SELECT last_linked FROM urls WHERE host = 'b.example'"),
+                     1700000000LL);
+    assert_int_equal(db_close(d), 0);
+}
+
+/* db_forget deletes, in steps of at most limit rows, the rows stamped
+ * before the cutoff, keeping queued and in-flight ones; the counts and the
+ * forgotten counter follow, and the kept queued rows are listed. */
+static void test_forget_in_bounded_steps(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    char name[64];
+    for (int i = 0; i < 7; i++) {
+        snprintf(name, sizeof name, "https://f.example/%d", i);
+        db_url u = url_of(name, "f.example", 1);
+        u.state = i == 6 ? DB_STATE_QUEUED : DB_STATE_DONE;
+        u.linked_s = i < 5 || i == 6 ? 100 : 200;
+        assert_int_equal(db_insert_url_wait(d, &u, NULL), 1);
+    }
+    assert_int_equal(db_touch_linked(d, "https://f.example/0", 19, 250), 0);
+    assert_int_equal(db_forget(d, 200, 0, on_forget, NULL), -EINVAL);
+    assert_int_equal(db_forget(d, 200, DB_FORGET_MAX + 1, on_forget, NULL), -EINVAL);
+    int64_t steps[3];
+    forget_calls = 0;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(db_forget(d, 200, 2, on_forget, NULL), 0);
+        assert_int_equal(db_flush(d), 0);
+        steps[i] = forget_status;
+    }
+    assert_int_equal(forget_calls, 3);
+    assert_int_equal(steps[0], 2); /* rows 1..4 are stamped 100: 2, 2, then none */
+    assert_int_equal(steps[1], 2);
+    assert_int_equal(steps[2], 0);
+    db_stats st;
+    db_get_stats(d, &st);
+    assert_int_equal(st.forgotten, 4);
+    assert_int_equal(st.rows[DB_STATE_DONE], 2);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 1);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 3);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    int n = 0;
+    assert_int_equal(db_reader_stale_queued(rd, 200, count_linked, &n), 1);
+    assert_int_equal(n, 1);
+    n = 0; /* catch-up: rows after id 6, or stamped at or after 250 */
+    assert_int_equal(db_reader_scan_linked(rd, 6, 250, count_linked, &n), 2);
+    assert_int_equal(n, 2);
+    db_reader_free(rd);
+    /* a forgotten URL is new again */
+    db_url again = url_of("https://f.example/1", "f.example", 1);
+    assert_int_equal(db_insert_url_wait(d, &again, NULL), 1);
+    assert_int_equal(db_close(d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2057,6 +2164,8 @@ int main(void)
         T(test_crawl_id_stable),
         T(test_migrate_from_v1),
         T(test_hops_read_back),
+        T(test_last_linked_moves_forward),
+        T(test_forget_in_bounded_steps),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

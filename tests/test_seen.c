@@ -50,6 +50,7 @@ enum { CHK_OK, CHK_FAIL };
 
 typedef struct rec {
     unsigned key;
+    int64_t linked;
     seen_ack_fn ack;
     void *arg;
 } rec;
@@ -131,14 +132,14 @@ static size_t fake_commit(fake *f, size_t max)
         }
         pthread_mutex_unlock(&f->mu);
         key_name(name, sizeof name, r.key);
-        r.ack(r.arg, name, strlen(name), status);
+        r.ack(r.arg, name, strlen(name), r.linked, status);
     }
     pthread_mutex_unlock(&f->commit);
     return done;
 }
 
-static int fake_record_new(void *ctx, const char *key, size_t len, void *row, seen_ack_fn ack,
-                           void *ack_arg)
+static int fake_record_new(void *ctx, const char *key, size_t len, int64_t linked, void *row,
+                           seen_ack_fn ack, void *ack_arg)
 {
     fake *f = ctx;
     unsigned k = key_of(key, len);
@@ -155,7 +156,7 @@ static int fake_record_new(void *ctx, const char *key, size_t len, void *row, se
     if (f->state[k] != UNKNOWN)
         f->violations++;
     f->state[k] = QUEUED;
-    f->q[(f->qhead + f->qn) % f->qcap] = (rec){ k, ack, ack_arg };
+    f->q[(f->qhead + f->qn) % f->qcap] = (rec){ k, linked, ack, ack_arg };
     f->qn++;
     pthread_mutex_unlock(&f->mu);
     if (mode == REC_INLINE)
@@ -163,8 +164,9 @@ static int fake_record_new(void *ctx, const char *key, size_t len, void *row, se
     return 0;
 }
 
-static int fake_check_insert(void *ctx, const char *key, size_t len, void *row)
+static int fake_check_insert(void *ctx, const char *key, size_t len, int64_t linked, void *row)
 {
+    (void)linked;
     fake *f = ctx;
     unsigned k = key_of(key, len);
     int rc;
@@ -186,7 +188,7 @@ static int fake_check_insert(void *ctx, const char *key, size_t len, void *row)
 
 static seen_verifier fake_iface(fake *f)
 {
-    seen_verifier v = { f, fake_record_new, fake_check_insert };
+    seen_verifier v = { f, fake_record_new, fake_check_insert, NULL };
     return v;
 }
 

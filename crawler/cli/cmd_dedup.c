@@ -145,7 +145,7 @@ static int open_state(run *r)
     /* the recent cache only ever confirms a MAYBE; never verifying, it is dead weight */
     seen_opts so = { r->verify,
                      r->verify == SEEN_VERIFY_NEVER ? 0 : (size_t)r->cfg.dedup.recent_cache };
-    r->s = verifier_open_seen(r->ver, r->d, r->state_dir ? r->snap_path : NULL, &bp, &so, stderr,
+    r->s = verifier_open_seen(r->ver, r->d, r->state_dir ? r->snap_path : NULL, &bp, NULL, &so, stderr,
                               "crawld dedup", err, sizeof err);
     if (r->s == NULL) {
         fprintf(stderr, "crawld dedup: %s\n", err);

@@ -667,6 +667,46 @@ static void layers_card(FILE *f, const json_t *st)
 
 static double *col(double *all, size_t n, size_t k) { return all + k * n; }
 
+/* 3b. With dedup.retention_s: the generation ring over time, keys per
+ * generation by age (newest first), and the URLs forgotten so far. No
+ * chart (0) when no sample has a ring. */
+static int ring_chart(FILE *f, const json_t *samples, double *v, const double *x, size_t n)
+{
+    static const char *const names[MAX_LINES - 1] = {
+        "newest", "1 window older", "2 windows older", "3 windows older", "4 windows older",
+        "5 windows older", "6 windows older", "7 windows older", "8 windows older"
+    };
+    size_t gens = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = json_array_size(json_object_get(json_array_get(samples, i), "ring_keys"));
+        if (k > gens)
+            gens = k;
+    }
+    if (gens == 0)
+        return 0;
+    if (gens > MAX_LINES - 1)
+        gens = MAX_LINES - 1;
+    chart c;
+    chart_start(&c, "chart-ring", "Bloom generations (dedup.retention_s), keys by age", FMT_NUM,
+                x, n);
+    c.caption = "Keys in each live Bloom generation, the newest first: a window's generation "
+                "fills while it is the newest, ages one step per window, and is dropped with "
+                "the rows nobody linked within the retention. The dashed line counts the URLs "
+                "forgotten so far (same axis).";
+    c.alt = "Line chart of the keys per Bloom generation over time";
+    for (size_t k = 0; k < gens; k++) {
+        double *y = col(v, n, k);
+        for (size_t i = 0; i < n; i++) {
+            const json_t *a = json_object_get(json_array_get(samples, i), "ring_keys");
+            y[i] = k < json_array_size(a) ? (double)json_integer_value(json_array_get(a, k)) : NAN;
+        }
+        c.s[c.ns++] = (series){ names[k], palette[k], y, S_LINE };
+    }
+    fill_series(samples, "forgotten", col(v, n, gens));
+    c.s[c.ns++] = (series){ "forgotten", "#dc2626", col(v, n, gens), S_DASH };
+    return chart_write(f, &c);
+}
+
 /* The re-crawl's totals and the intervals the schedule settled on (rows
  * per interval bucket, from the latest figures). */
 static void recrawl_card(FILE *f, const json_t *st)
@@ -793,6 +833,9 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
         }
     }
     rc = chart_write(f, &c);
+    if (rc < 0)
+        goto out;
+    rc = ring_chart(f, samples, v, x, n);
     if (rc < 0)
         goto out;
     layers_card(f, st);

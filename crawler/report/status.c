@@ -6,6 +6,32 @@
 
 #include "crawler/report/summary.h"
 
+/* The generation ring: its windows, oldest first (start, age in windows
+ * behind the newest, keys, fill, memory), and what forgetting did. */
+static json_t *status_retention_json(const crawl_status *st)
+{
+    const gens_stats *g = &st->gens;
+    json_t *ring = json_array();
+    int64_t newest = g->live ? g->gen[g->live - 1].start : 0;
+    for (unsigned i = 0; i < g->live; i++)
+        json_array_append_new(
+            ring, json_pack("{s:I, s:I, s:I, s:f, s:I}", "start", (json_int_t)g->gen[i].start,
+                            "age_windows", (json_int_t)(g->window_s ? (newest - g->gen[i].start) /
+                                                                          g->window_s
+                                                                    : 0),
+                            "keys", (json_int_t)g->gen[i].keys, "fill", g->gen[i].fill,
+                            "memory_bytes", (json_int_t)g->gen[i].memory_bytes));
+    return json_pack("{s:I, s:I, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:o}",
+                     "retention_s", (json_int_t)g->retention_s, "window_s",
+                     (json_int_t)g->window_s, "generations", (int)g->generations, "live",
+                     (int)g->live, "rotations", (json_int_t)g->rotations, "dropped",
+                     (json_int_t)g->dropped, "refreshed", (json_int_t)st->dedup.refreshed,
+                     "forgotten", (json_int_t)st->db.forgotten, "found_again",
+                     (json_int_t)st->dedup.found_again, "memory_bytes",
+                     (json_int_t)(g->memory_bytes + g->ghost_bytes), "keys",
+                     (json_int_t)g->keys, "fpr_predicted", g->fpr_model, "ring", ring);
+}
+
 static json_t *counts_json(const recrawl_counts *c)
 {
     return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "revisited",
@@ -162,6 +188,8 @@ json_t *status_json(const crawl_status *st)
                                                       sm->cut)));
         json_object_set_new(j, "sitemaps", o);
     }
+    if (j && st->gens.generations > 0)
+        json_object_set_new(j, "retention", status_retention_json(st));
     if (j)
         json_object_set_new(j, "recrawl", recrawl_json(&st->recrawl));
     if (j && st->archiving)
@@ -209,6 +237,35 @@ void status_metrics(FILE *f, const crawl_status *st)
     for (size_t i = 0; i < st->fill_len; i++)
         fprintf(f, "crawld_bloom_fill{shard=\"%u\",stage=\"%u\"} %.6f\n", st->fill[i].shard,
                 st->fill[i].stage, st->fill[i].fill);
+    if (st->gens.generations > 0) {
+        const gens_stats *g = &st->gens;
+        fprintf(f, "# HELP crawld_retention_urls_total URLs moved to the newest Bloom generation"
+                   " (refreshed), deleted as nobody linked them within dedup.retention_s"
+                   " (forgotten), and forgotten ones linked again (found_again).\n"
+                   "# TYPE crawld_retention_urls_total counter\n"
+                   "crawld_retention_urls_total{what=\"refreshed\"} %llu\n"
+                   "crawld_retention_urls_total{what=\"forgotten\"} %lld\n"
+                   "crawld_retention_urls_total{what=\"found_again\"} %llu\n"
+                   "# TYPE crawld_bloom_generations gauge\ncrawld_bloom_generations %u\n"
+                   "# TYPE crawld_bloom_rotations_total counter\ncrawld_bloom_rotations_total %llu\n"
+                   "# HELP crawld_bloom_generation_keys Keys per live Bloom generation (0: oldest).\n"
+                   "# TYPE crawld_bloom_generation_keys gauge\n",
+                (unsigned long long)st->dedup.refreshed, (long long)st->db.forgotten,
+                (unsigned long long)st->dedup.found_again, g->live,
+                (unsigned long long)g->rotations);
+        for (unsigned i = 0; i < g->live; i++)
+            fprintf(f, "crawld_bloom_generation_keys{generation=\"%u\"} %llu\n", i,
+                    (unsigned long long)g->gen[i].keys);
+        fprintf(f, "# TYPE crawld_bloom_generation_fill gauge\n");
+        for (unsigned i = 0; i < g->live; i++)
+            fprintf(f, "crawld_bloom_generation_fill{generation=\"%u\"} %.6f\n", i, g->gen[i].fill);
+        fprintf(f, "# TYPE crawld_bloom_generation_start_seconds gauge\n");
+        for (unsigned i = 0; i < g->live; i++)
+            fprintf(f, "crawld_bloom_generation_start_seconds{generation=\"%u\"} %lld\n", i,
+                    (long long)g->gen[i].start);
+        fprintf(f, "# TYPE crawld_bloom_memory_bytes gauge\ncrawld_bloom_memory_bytes %llu\n",
+                (unsigned long long)(g->memory_bytes + g->ghost_bytes));
+    }
     fprintf(f, "# TYPE crawld_frontier_urls gauge\ncrawld_frontier_urls{where=\"memory\"} %lld\n"
                "crawld_frontier_urls{where=\"sqlite\"} %lld\n",
             (long long)st->frontier_mem, (long long)st->queued);

@@ -208,6 +208,15 @@ void summary_crawl_print(FILE *f, const json_t *st)
                 geti(st, "recrawl.new"), (double)geti(st, "recrawl.bytes_saved") / 1048576.0,
                 geti(st, "recrawl.due_now"), when);
     }
+    if (json_object_get(st, "retention"))
+        fprintf(f, "  retention: %lld s in %lld generations (%lld live, %lld windows started);"
+                   " %lld URLs refreshed, %lld forgotten, %lld forgotten and found again;"
+                   " Bloom %.1f MiB\n",
+                geti(st, "retention.retention_s"), geti(st, "retention.generations"),
+                geti(st, "retention.live"), geti(st, "retention.rotations"),
+                geti(st, "retention.refreshed"), geti(st, "retention.forgotten"),
+                geti(st, "retention.found_again"),
+                (double)geti(st, "retention.memory_bytes") / 1048576.0);
     if (json_object_get(st, "archive"))
         fprintf(f, "  archive: %lld responses, %lld revisits (duplicate content)\n",
                 geti(st, "archive.responses"), geti(st, "archive.revisits"));

@@ -10,7 +10,9 @@
  *   with probability remove_pct % (then 410 for odd pages, 404 for even);
  * - add_pages new pages per host appear at each epoch k >= 1 as
  *   /new/K-J.html (J < add_pages), linked from the home page, which
- *   therefore changes at every epoch when add_pages > 0.
+ *   therefore changes at every epoch when add_pages > 0 (with keep_epochs
+ *   W > 0 it links only those of the last W epochs; older ones still
+ *   answer but nobody links them: the retention benchmark).
  * Validators: every 200 answer carries ETag (a hash of its body) and
  * Last-Modified (a fixed date plus one day per epoch of its last change),
  * except on host plain_host (no validators: a re-crawl must settle it by

@@ -57,6 +57,8 @@ static const char usage[] =
 "                       --change-pct P % of pages change (default 20), --remove-pct R %\n"
 "                       go for good (404/410, default 5), --add-pages K per host\n"
 "                       appear as /new/N-J.html linked from / (default 3)\n"
+"  --keep-epochs W      / links only the pages added in the last W epochs (default 0:\n"
+"                       all), so older ones stop being linked (retention benchmark)\n"
 "  --plain-host I       host index that sends no validators (default 1, b.test; -1 none)\n"
 "  --print-epoch        print what epoch N changed, removed and added (needs --port)\n"
 "Expected set (no server; needs --port, the port the crawler reaches):\n"
@@ -108,7 +110,8 @@ enum {
     O_NO_SPECIALS, O_SITEMAPS, O_SITEMAP_LASTMOD, O_LATENCY, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
     O_MAX_PATH, O_MAX_REPEAT, O_MAX_QUERY, O_MAX_URL, O_NOFOLLOW, O_REQUISITES, O_ROBOTS,
     O_ANNOTATE, O_REQ_DEPTH, O_REQ_SAME_HOST,
-    O_EPOCH, O_CHANGE_PCT, O_REMOVE_PCT, O_ADD_PAGES, O_PLAIN_HOST, O_PRINT_EPOCH, O_HELP
+    O_EPOCH, O_CHANGE_PCT, O_REMOVE_PCT, O_ADD_PAGES, O_KEEP_EPOCHS, O_PLAIN_HOST,
+    O_PRINT_EPOCH, O_HELP
 };
 
 static const struct option longopts[] = {
@@ -146,6 +149,7 @@ static const struct option longopts[] = {
     { "change-pct", required_argument, NULL, O_CHANGE_PCT },
     { "remove-pct", required_argument, NULL, O_REMOVE_PCT },
     { "add-pages", required_argument, NULL, O_ADD_PAGES },
+    { "keep-epochs", required_argument, NULL, O_KEEP_EPOCHS },
     { "plain-host", required_argument, NULL, O_PLAIN_HOST },
     { "print-epoch", no_argument, NULL, O_PRINT_EPOCH },
     { "help", no_argument, NULL, O_HELP },
@@ -332,6 +336,11 @@ static int parse_args(int argc, char **argv, cli *c)
             if (parse_long(name, optarg, 0, 1000, &v) != 0)
                 return -1;
             c->site.add_pages = (int)v;
+            break;
+        case O_KEEP_EPOCHS:
+            if (parse_long(name, optarg, 0, 1000, &v) != 0)
+                return -1;
+            c->site.keep_epochs = (int)v;
             break;
         case O_PLAIN_HOST:
             if (parse_long(name, optarg, -1, SITE_MAX_HOSTS - 1, &v) != 0)

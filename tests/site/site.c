@@ -71,6 +71,7 @@ void site_opts_default(site_opts *o)
     o->change_pct = 20;
     o->remove_pct = 5;
     o->add_pages = 3;
+    o->keep_epochs = 0;
     o->plain_host = 1;
 }
 
@@ -1161,7 +1162,10 @@ static void gen_epoch_tail(gen *g, long i)
     int rev = epoch_revision(g->s, g->host, i, NULL);
     if (rev > 0)
         g_printf(g, "<p class=\"rev\">revision %d</p>\n", rev);
-    for (int k = 1; i == 0 && k <= o->epoch; k++)
+    int first = o->keep_epochs > 0 && o->epoch - o->keep_epochs + 1 > 1
+                    ? o->epoch - o->keep_epochs + 1
+                    : 1;
+    for (int k = first; i == 0 && k <= o->epoch; k++)
         for (int j = 0; j < o->add_pages; j++) {
             char t[64];
             snprintf(t, sizeof t, "/new/%d-%d.html", k, j);

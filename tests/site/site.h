@@ -48,6 +48,8 @@ typedef struct site_opts {
     int change_pct;           /* share of pages changed per epoch, 0..100 */
     int remove_pct;           /* share of pages removed per epoch, 0..100 */
     int add_pages;            /* pages added per host per epoch */
+    int keep_epochs;          /* the home page links the pages added in the
+                                 last keep_epochs epochs only; 0 = all */
     int plain_host;           /* host index that sends no validators; -1 none */
 } site_opts;
 
