@@ -12,6 +12,7 @@
  *     fpmmap    fp, with mmap_size = 1 GiB
  *     fppk      a separate table seen(fp INTEGER PRIMARY KEY, url TEXT):
  *               the table itself keyed by fingerprint (no row order)
+ * Env: BENCH_PAGE_SIZE (default 4096), BENCH_CACHE_MB (default 64).
  * Prints one line: layout, lines, distinct, seconds, CPU s, CPU us/line,
  * bytes written per distinct key, DB bytes per distinct key, and the URL
  * text bytes per key. DIR must not exist; it is left in place. */
@@ -107,8 +108,13 @@ int main(int argc, char **argv)
     sqlite3 *c;
     if (sqlite3_open(path, &c) != SQLITE_OK)
         die(c, "open");
-    run(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-           " PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = 16384;");
+    char pragmas[256];
+    const char *ps = getenv("BENCH_PAGE_SIZE"), *cm = getenv("BENCH_CACHE_MB");
+    snprintf(pragmas, sizeof pragmas, "PRAGMA page_size = %d; PRAGMA journal_mode = WAL;"
+             " PRAGMA synchronous = NORMAL; PRAGMA cache_size = -%d;"
+             " PRAGMA wal_autocheckpoint = 16384;",
+             ps ? atoi(ps) : 4096, (cm ? atoi(cm) : 64) * 1024);
+    run(c, pragmas);
     if (strcmp(layout, "fpmmap") == 0)
         run(c, "PRAGMA mmap_size = 1073741824");
     const char *find, *ins;

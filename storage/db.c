@@ -153,6 +153,7 @@ struct op {
     const char *ctype; /* OUTCOME, may be NULL */
     void *mem;         /* owned copy of the strings, NULL when borrowed */
     int64_t parent;
+    int64_t fp;         /* INSERT: urlfp of url, computed by the producer */
     int64_t discovered_at;
     int64_t bytes;
     int64_t fetch_ms;
@@ -183,6 +184,7 @@ struct db {
     sqlite3 *conn;
     sqlite3_stmt *st[ST_COUNT];
     struct op *batch;
+    struct op **order;  /* apply_batch's order of a batch's ops */
     int64_t delta[DB_STATE_COUNT];
     int64_t max_id;     /* highest committed row id */
     int64_t batch_max;  /* ... including the batch being applied */
@@ -864,6 +866,7 @@ static void db_free(db *d)
     pthread_cond_destroy(&d->retry_cv);
     pthread_mutex_destroy(&d->mu);
     cr_free(d->batch);
+    cr_free(d->order);
     cr_free(d->ring);
     cr_free(d->path);
     cr_free(d->dir);
@@ -903,7 +906,8 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
     d->path = d->dir ? join_path(state_dir, DB_FILE) : NULL;
     d->ring = cr_calloc(d->cap, sizeof *d->ring);
     d->batch = cr_calloc((size_t)opts.batch_size, sizeof *d->batch);
-    if (d->path == NULL || d->ring == NULL || d->batch == NULL)
+    d->order = cr_calloc((size_t)opts.batch_size, sizeof *d->order);
+    if (d->path == NULL || d->ring == NULL || d->batch == NULL || d->order == NULL)
         goto oom;
     if (make_dirs(state_dir, err, errlen) < 0)
         goto fail;
@@ -1086,6 +1090,7 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     o->url_len = ul;
     o->host_len = hl;
     o->fetch_url_len = fl;
+    o->fp = urlfp(u->url, ul);
     if (!copy) {
         o->url = u->url;
         o->host = u->host;
@@ -1423,7 +1428,7 @@ static int step_done(sqlite3_stmt *s)
 static int apply_insert(db *d, struct op *o)
 {
     sqlite3_stmt *s = d->st[ST_FIND];
-    int64_t fp = urlfp(o->url, o->url_len);
+    int64_t fp = o->fp;
     int rc;
 
     sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
@@ -1557,6 +1562,40 @@ static int fault_now(db *d)
 }
 #endif
 
+static int is_seen_only_insert(const struct op *o)
+{
+    return o->type == OP_INSERT && o->state == DB_STATE_SEEN_ONLY;
+}
+
+static int by_fp(const void *a, const void *b)
+{
+    const struct op *x = *(struct op *const *)a, *y = *(struct op *const *)b;
+
+    return x->fp < y->fp ? -1 : x->fp > y->fp;
+}
+
+/* The order apply_batch applies batch[0..n) in: queue order, except that
+ * each run of consecutive seen_only inserts (the `crawld dedup` rows, which
+ * no frontier query orders by id) is sorted by fingerprint, so the fp index
+ * is walked in key order, not at random (DRUM's sorted batch update). Their
+ * ids then follow fp order within the run; every id of a batch is above
+ * every id committed before it, which is all catch-up needs. */
+static void order_batch(db *d, struct op *batch, size_t n)
+{
+    size_t i = 0;
+
+    for (size_t k = 0; k < n; k++)
+        d->order[k] = &batch[k];
+    while (i < n) {
+        size_t j = i;
+        while (j < n && is_seen_only_insert(&batch[j]))
+            j++;
+        if (j - i > 1)
+            qsort(d->order + i, j - i, sizeof *d->order, by_fp);
+        i = j > i ? j : i + 1;
+    }
+}
+
 /* Applies batch[0..n) in one transaction. On an SQLite failure rolls it
  * back, leaves the ops as they were (so the batch can be tried again) and
  * returns the error (a negative errno) with its message in text; 0 once
@@ -1569,9 +1608,10 @@ static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t tex
 
     memset(d->delta, 0, sizeof d->delta);
     d->batch_max = d->max_id;
+    order_batch(d, batch, n);
     rc = step_done(d->st[ST_BEGIN]);
     for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
-        struct op *o = &batch[i];
+        struct op *o = d->order[i];
         switch (o->type) {
         case OP_INSERT:
             what = "inserting a URL";
