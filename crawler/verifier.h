@@ -3,7 +3,7 @@
  * record_new queues an INSERT OR IGNORE (asynchronous). check_insert first
  * looks the key up on a read connection: a committed row is a confirmed
  * duplicate, cheaply. Only when no committed row exists does it insert and
- * wait for the commit, so SQLite's UNIQUE constraint gives the final answer
+ * wait for the commit, so the writer's exact look-up (storage/db) gives the final answer
  * also for a row still queued behind the writer. Read connections are kept
  * in a small pool, so any thread may call it. */
 #ifndef CRAWLD_VERIFIER_H

@@ -30,9 +30,11 @@
 #include "storage/db.h"
 
 #include "common/alloc.h"
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "storage/samples.h"
+#include "storage/urlfp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,7 +51,7 @@
 
 #define DB_FILE "crawld.db"
 #define LOCK_FILE "crawld.lock"
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 #define APP_ID 0x43724c64 /* "CrLd" in PRAGMA application_id */
 #define BUSY_MS 10000
 #define ERRMSG_MAX 512
@@ -62,7 +64,8 @@
 #define INDEXED "state <> 4"
 _Static_assert(DB_STATE_SEEN_ONLY == 4, "INDEXED names the seen_only state");
 
-/* Schema steps: migrations[v] takes a version-v database to v + 1. */
+/* Schema steps: migrations[v] takes a version-v database to v + 1; a NULL
+ * step is C code (run_step). */
 static const char *const migrations[SCHEMA_VERSION] = {
     /* 0 -> 1 */
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
@@ -116,6 +119,11 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "ALTER TABLE urls ADD COLUMN last_linked INTEGER NOT NULL DEFAULT 0;"
     "UPDATE urls SET last_linked = discovered_at / 1000;"
     "CREATE INDEX urls_last_linked ON urls(last_linked);",
+    /* 4 -> 5: the seen-set is keyed by fingerprint: urls.fp (storage/urlfp)
+     * with an index on it replaces the UNIQUE index on the URL text, which
+     * is rebuilt away (rebuild_with_fp). Exactness: the writer looks a URL
+     * up by fp AND url before inserting it. */
+    NULL,
 };
 
 /* Figures over time (`crawld report`): additive tables that every db_open
@@ -140,10 +148,10 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
-    [ST_INSERT] = "INSERT OR IGNORE INTO urls(url, host, depth, parent, kind,"
-                  " state, discovered_at, hops, fetch_url, last_linked)"
-                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    [ST_FIND] = "SELECT id FROM urls WHERE url = ?1",
+    [ST_INSERT] = "INSERT INTO urls(url, host, depth, parent, kind,"
+                  " state, discovered_at, hops, fetch_url, last_linked, fp)"
+                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [ST_FIND] = "SELECT id FROM urls WHERE fp = ?2 AND url = ?1",
     [ST_GETSTATE] = "SELECT state FROM urls WHERE id = ?1",
     [ST_OUTCOME] = "UPDATE urls SET state = ?2, http_status = ?3, bytes = ?4,"
                    " fetch_ms = ?5, attempts = ?6, fetched_at = ?7, error = ?8,"
@@ -160,7 +168,7 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_DUE] = "UPDATE urls SET next_at = ?2 WHERE id = ?1 AND state = 2 AND gone = 0"
                " AND (?3 = 0 OR fetched_at IS NULL OR fetched_at < ?3)"
                " AND (next_at IS NULL OR next_at > ?2)",
-    [ST_LINKED] = "UPDATE urls SET last_linked = ?2 WHERE url = ?1 AND last_linked < ?2",
+    [ST_LINKED] = "UPDATE urls SET last_linked = ?2 WHERE fp = ?3 AND url = ?1 AND last_linked < ?2",
     /* rows nobody linked since the cutoff, unless queued, in flight or due
      * for a re-crawl (next_at reached, ?3 = now in ms) */
     [ST_FORGET_PICK] = "SELECT id, state FROM urls WHERE last_linked < ?1"
@@ -190,6 +198,7 @@ struct op {
     const char *ctype; /* OUTCOME, may be NULL */
     void *mem;         /* owned copy of the strings, NULL when borrowed */
     int64_t parent;
+    int64_t fp;         /* INSERT, LINKED: urlfp of url, computed by the producer */
     int64_t discovered_at;
     int64_t bytes;
     int64_t fetch_ms;
@@ -221,6 +230,7 @@ struct db {
     sqlite3 *conn;
     sqlite3_stmt *st[ST_COUNT];
     struct op *batch;
+    struct op **order;  /* apply_batch's order of a batch's ops */
     int64_t delta[DB_STATE_COUNT];
     int64_t max_id;     /* highest committed row id */
     int64_t batch_max;  /* ... including the batch being applied */
@@ -268,7 +278,7 @@ enum {
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts, fetch_url"
 static const char *const reader_sql[RST_COUNT] = {
-    [RST_EXISTS] = "SELECT id FROM urls WHERE url = ?1",
+    [RST_EXISTS] = "SELECT id FROM urls WHERE fp = ?2 AND url = ?1",
     [RST_MAXID] = "SELECT max(id) FROM urls",
     [RST_SCAN] = "SELECT id, url FROM urls WHERE id > ?1 ORDER BY id",
     [RST_STAMPS] = "SELECT DISTINCT last_linked FROM urls WHERE last_linked >= ?1"
@@ -530,6 +540,135 @@ static int exec(sqlite3 *c, const char *sql, const char *path, const char *what,
     return 0;
 }
 
+/* crawld_urlfp(url) in SQL: the fingerprint of urlfp.h (for the rebuild). */
+static void sql_urlfp(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    const unsigned char *t = sqlite3_value_text(argv[0]);
+    int n = sqlite3_value_bytes(argv[0]);
+
+    (void)argc;
+    if (t == NULL)
+        sqlite3_result_null(cx);
+    else
+        sqlite3_result_int64(cx, urlfp((const char *)t, (size_t)n));
+}
+
+/* Appends "name" with its double quotes doubled. 0 or -ENOMEM. */
+static int put_ident(cr_buf *b, const char *name)
+{
+    int rc = cr_buf_putc(b, '"');
+    for (const char *p = name; rc == 0 && *p; p++)
+        rc = *p == '"' ? cr_buf_puts(b, "\"\"") : cr_buf_putc(b, *p);
+    return rc == 0 ? cr_buf_putc(b, '"') : rc;
+}
+
+/* Migration 2 -> 3, inside migrate's transaction. SQLite cannot drop a
+ * UNIQUE constraint in place, so urls is copied into a new table without
+ * it: the column list comes from PRAGMA table_info, so whatever columns
+ * other steps added come along (name, type, NOT NULL, DEFAULT, the id
+ * key), in id order, each row with its fp. The indexes on urls are
+ * re-created from their SQL in sqlite_master, and urls_fp is added. The
+ * copy needs about the table's size in free space until the COMMIT. */
+static int rebuild_with_fp(sqlite3 *c, const char *path, char *err, size_t errlen)
+{
+    cr_buf defs, names, indexes, sql;
+    sqlite3_stmt *s = NULL;
+    int rc, mem = 0, has_url = 0;
+
+    cr_buf_init(&defs, 0);
+    cr_buf_init(&names, 0);
+    cr_buf_init(&indexes, 0);
+    cr_buf_init(&sql, 0);
+    rc = sqlite3_create_function(c, "crawld_urlfp", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                 NULL, sql_urlfp, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(c, "PRAGMA table_info(urls)", -1, &s, NULL);
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW)
+            break;
+        const char *name = (const char *)sqlite3_column_text(s, 1);
+        const char *type = (const char *)sqlite3_column_text(s, 2);
+        const char *dflt = (const char *)sqlite3_column_text(s, 4);
+        if (name == NULL) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        if (strcmp(name, "fp") == 0) {
+            cr_errf(err, errlen, "%s: urls already has a column fp at schema version 2;"
+                " refusing to rebuild it", path);
+            sqlite3_finalize(s);
+            rc = -EBADMSG;
+            goto out;
+        }
+        has_url |= strcmp(name, "url") == 0;
+        if (names.len > 0)
+            mem |= cr_buf_puts(&names, ", ") | cr_buf_puts(&defs, ", ");
+        mem |= put_ident(&names, name) | put_ident(&defs, name);
+        if (type != NULL && type[0] != '\0')
+            mem |= cr_buf_printf(&defs, " %s", type);
+        if (sqlite3_column_int(s, 5) > 0)
+            mem |= cr_buf_puts(&defs, " PRIMARY KEY");
+        if (sqlite3_column_int(s, 3))
+            mem |= cr_buf_puts(&defs, " NOT NULL");
+        if (dflt != NULL)
+            mem |= cr_buf_printf(&defs, " DEFAULT %s", dflt);
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    if (rc == SQLITE_OK && !has_url) {
+        cr_errf(err, errlen, "%s: urls has no url column; refusing to rebuild it", path);
+        rc = -EBADMSG;
+        goto out;
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(c, "SELECT sql FROM sqlite_master WHERE type = 'index'"
+                                " AND tbl_name = 'urls' AND sql IS NOT NULL", -1, &s, NULL);
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW)
+            mem |= cr_buf_printf(&indexes, "%s;", (const char *)sqlite3_column_text(s, 0));
+    }
+    sqlite3_finalize(s);
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, path, "reading the urls table's shape", c, rc);
+        rc = sql_errno(rc);
+        goto out;
+    }
+    mem |= cr_buf_printf(&sql, "CREATE TABLE urls_rebuilt(%.*s, fp INTEGER NOT NULL DEFAULT 0);"
+                         "INSERT INTO urls_rebuilt(%.*s, fp) SELECT %.*s, crawld_urlfp(url)"
+                         " FROM urls ORDER BY rowid;"
+                         "DROP TABLE urls; ALTER TABLE urls_rebuilt RENAME TO urls;"
+                         "%.*s CREATE INDEX urls_fp ON urls(fp);",
+                         (int)defs.len, defs.data, (int)names.len, names.data,
+                         (int)names.len, names.data, (int)indexes.len,
+                         indexes.len ? indexes.data : "");
+    if (mem != 0) {
+        cr_errf(err, errlen, "%s: out of memory rebuilding the urls table", path);
+        rc = -ENOMEM;
+        goto out;
+    }
+    rc = exec(c, sql.data, path, "rebuilding the urls table with fingerprints", err, errlen);
+#ifdef CRAWLD_FAULT_HOOKS
+    if (rc == 0 && getenv("CRAWLD_FAULT_REBUILD") != NULL) {
+        sql_msg(err, errlen, path, "rebuilding the urls table with fingerprints", NULL,
+                SQLITE_FULL);
+        rc = sql_errno(SQLITE_FULL); /* a disk that fills up during the copy */
+    }
+#endif
+out:
+    sqlite3_create_function(c, "crawld_urlfp", 1, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+    cr_buf_release(&sql);
+    cr_buf_release(&indexes);
+    cr_buf_release(&names);
+    cr_buf_release(&defs);
+    return rc;
+}
+
 /* Brings the schema from version `from` to SCHEMA_VERSION in one transaction. */
 static int migrate(sqlite3 *c, int64_t from, const char *path, char *err, size_t errlen)
 {
@@ -540,7 +679,10 @@ static int migrate(sqlite3 *c, int64_t from, const char *path, char *err, size_t
     if (rc < 0)
         return rc;
     for (int64_t v = from; v < SCHEMA_VERSION; v++) {
-        rc = exec(c, migrations[v], path, "creating the schema", err, errlen);
+        if (migrations[v] == NULL)
+            rc = rebuild_with_fp(c, path, err, errlen);
+        else
+            rc = exec(c, migrations[v], path, "creating the schema", err, errlen);
         if (rc < 0)
             goto fail;
     }
@@ -789,6 +931,7 @@ static void db_free(db *d)
     pthread_cond_destroy(&d->retry_cv);
     pthread_mutex_destroy(&d->mu);
     cr_free(d->batch);
+    cr_free(d->order);
     cr_free(d->ring);
     cr_free(d->path);
     cr_free(d->dir);
@@ -828,7 +971,8 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
     d->path = d->dir ? join_path(state_dir, DB_FILE) : NULL;
     d->ring = cr_calloc(d->cap, sizeof *d->ring);
     d->batch = cr_calloc((size_t)opts.batch_size, sizeof *d->batch);
-    if (d->path == NULL || d->ring == NULL || d->batch == NULL)
+    d->order = cr_calloc((size_t)opts.batch_size, sizeof *d->order);
+    if (d->path == NULL || d->ring == NULL || d->batch == NULL || d->order == NULL)
         goto oom;
     if (make_dirs(state_dir, err, errlen) < 0)
         goto fail;
@@ -1012,6 +1156,7 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     o->url_len = ul;
     o->host_len = hl;
     o->fetch_url_len = fl;
+    o->fp = urlfp(u->url, ul);
     if (!copy) {
         o->url = u->url;
         o->host = u->host;
@@ -1369,6 +1514,7 @@ int db_touch_linked(db *d, const char *url, size_t url_len, int64_t linked)
     o.type = OP_LINKED;
     o.url = o.mem;
     o.url_len = url_len;
+    o.fp = urlfp(url, url_len);
     o.linked = linked;
     return enqueue(d, &o);
 }
@@ -1507,6 +1653,7 @@ static int apply_linked(db *d, struct op *o)
     sqlite3_stmt *s = d->st[ST_LINKED];
     sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, o->linked);
+    sqlite3_bind_int64(s, 3, o->fp);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -1544,11 +1691,28 @@ static int apply_forget(db *d, struct op *o)
     return SQLITE_OK;
 }
 
+/* The seen test's arbiter: a URL is inserted only when no row has its fp
+ * and text (the writer is the only one inserting, so look-up-then-insert
+ * is atomic within the transaction). */
 static int apply_insert(db *d, struct op *o)
 {
-    sqlite3_stmt *s = d->st[ST_INSERT];
+    sqlite3_stmt *s = d->st[ST_FIND];
+    int64_t fp = o->fp;
     int rc;
 
+    sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, fp);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        o->id = sqlite3_column_int64(s, 0);
+        o->status = 0;
+    }
+    sqlite3_reset(s);
+    if (rc == SQLITE_ROW) /* linked again: the row takes the newer stamp */
+        return apply_linked(d, o);
+    if (rc != SQLITE_DONE)
+        return rc;
+    s = d->st[ST_INSERT];
     sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, o->host, (int)o->host_len, SQLITE_STATIC);
     sqlite3_bind_int(s, 3, o->depth);
@@ -1565,32 +1729,17 @@ static int apply_insert(db *d, struct op *o)
     else
         sqlite3_bind_null(s, 9);
     sqlite3_bind_int64(s, 10, o->linked);
+    sqlite3_bind_int64(s, 11, fp);
     rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
         return rc;
-    if (sqlite3_changes(d->conn) == 1) {
-        o->id = sqlite3_last_insert_rowid(d->conn);
-        if (o->id > d->batch_max)
-            d->batch_max = o->id;
-        o->status = 1;
-        d->delta[o->state]++;
-        return SQLITE_OK;
-    }
-    s = d->st[ST_FIND];
-    sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        o->id = sqlite3_column_int64(s, 0);
-        o->status = 0;
-        rc = SQLITE_OK;
-    } else if (rc == SQLITE_DONE) {
-        rc = SQLITE_INTERNAL; /* ignored yet absent: cannot happen */
-    }
-    sqlite3_reset(s);
-    if (rc == SQLITE_OK) /* linked again: the row takes the newer stamp */
-        rc = apply_linked(d, o);
-    return rc;
+    o->id = sqlite3_last_insert_rowid(d->conn);
+    if (o->id > d->batch_max)
+        d->batch_max = o->id;
+    o->status = 1;
+    d->delta[o->state]++;
+    return SQLITE_OK;
 }
 
 /* OUTCOME and STATE: reads the old state (for the counts), then updates. */
@@ -1683,6 +1832,40 @@ static int fault_now(db *d)
 }
 #endif
 
+static int is_seen_only_insert(const struct op *o)
+{
+    return o->type == OP_INSERT && o->state == DB_STATE_SEEN_ONLY;
+}
+
+static int by_fp(const void *a, const void *b)
+{
+    const struct op *x = *(struct op *const *)a, *y = *(struct op *const *)b;
+
+    return x->fp < y->fp ? -1 : x->fp > y->fp;
+}
+
+/* The order apply_batch applies batch[0..n) in: queue order, except that
+ * each run of consecutive seen_only inserts (the `crawld dedup` rows, which
+ * no frontier query orders by id) is sorted by fingerprint, so the fp index
+ * is walked in key order, not at random (DRUM's sorted batch update). Their
+ * ids then follow fp order within the run; every id of a batch is above
+ * every id committed before it, which is all catch-up needs. */
+static void order_batch(db *d, struct op *batch, size_t n)
+{
+    size_t i = 0;
+
+    for (size_t k = 0; k < n; k++)
+        d->order[k] = &batch[k];
+    while (i < n) {
+        size_t j = i;
+        while (j < n && is_seen_only_insert(&batch[j]))
+            j++;
+        if (j - i > 1)
+            qsort(d->order + i, j - i, sizeof *d->order, by_fp);
+        i = j > i ? j : i + 1;
+    }
+}
+
 /* Applies batch[0..n) in one transaction. On an SQLite failure rolls it
  * back, leaves the ops as they were (so the batch can be tried again) and
  * returns the error (a negative errno) with its message in text; 0 once
@@ -1695,9 +1878,10 @@ static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t tex
 
     memset(d->delta, 0, sizeof d->delta);
     d->batch_max = d->max_id;
+    order_batch(d, batch, n);
     rc = step_done(d->st[ST_BEGIN]);
     for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
-        struct op *o = &batch[i];
+        struct op *o = d->order[i];
         switch (o->type) {
         case OP_INSERT:
             what = "inserting a URL";
@@ -2088,6 +2272,7 @@ int db_reader_exists(db_reader *rd, const char *url, size_t url_len, int64_t *id
     if (url_len > DB_URL_MAX)
         return 0; /* never stored */
     sqlite3_bind_text(s, 1, url, (int)url_len, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, urlfp(url, url_len));
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW && id != NULL)
         *id = sqlite3_column_int64(s, 0);

@@ -1,8 +1,12 @@
 /* storage/db: the crawl's SQLite database, `crawld.db` in state_dir.
  *
- * The `urls` table is both the authoritative URL-seen set (url is UNIQUE:
- * that constraint is the final arbiter of what is new) and the frontier's
+ * The `urls` table is both the authoritative URL-seen set and the frontier's
  * durable state (one row per URL with its host, depth, state, fetch outcome).
+ * The seen-set is keyed by a 64-bit fingerprint (urls.fp, storage/urlfp.h,
+ * indexed); the writer, the only inserter, looks a URL up by fp AND text
+ * before inserting it, which is the final arbiter of what is new (exact:
+ * two URLs sharing a fingerprint are two rows). Schema 2 files (a UNIQUE
+ * index on the text) are rebuilt to this at the first db_open.
  * Row ids only grow and rows are never deleted, so "every row with id > mark"
  * is exactly what was added after a Bloom snapshot taken at max id = mark.
  * Rows in state seen_only (what `crawld dedup` stores) are left out of the
@@ -103,7 +107,7 @@ typedef struct db_opts {
 
 typedef struct db_url {
     const char *url;       /* the key: canonical URL bytes (need not be
-                              NUL-terminated); the UNIQUE seen-set column */
+                              NUL-terminated); the seen-set key */
     size_t url_len;        /* 0 = strlen(url) */
     const char *fetch_url; /* the fetch form (the URL as written, what is
                               requested); NULL = the same as url. Stored as

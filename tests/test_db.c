@@ -9,6 +9,7 @@
 
 #include "common/alloc.h"
 #include "storage/db.h"
+#include "storage/urlfp.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -163,7 +164,12 @@ static void test_create_and_reopen(void **state)
     assert_true(id > 0);
     assert_int_equal(db_close(d), 0);
 
-    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 4);
+    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 5);
+    /* the seen-set index is on the fingerprint; the URL text has none */
+    assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
+                                     " AND name = 'urls_fp'"), 1);
+    assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
+                                     " AND tbl_name = 'urls' AND sql IS NULL"), 0);
     assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
                                      " AND name IN ('urls_state','urls_host_state')"), 2);
     d = open_ok(nested, NULL);
@@ -188,7 +194,7 @@ static void test_meta_values(void **state)
     assert_string_equal(buf, "{\"pages\": 2}");
     assert_int_equal(db_reader_get_meta(rd, "nothing", buf, sizeof buf), -ENOENT);
     assert_int_equal(db_reader_get_meta(rd, "schema_version", buf, sizeof buf), 0);
-    assert_string_equal(buf, "4");
+    assert_string_equal(buf, "5");
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
@@ -1926,7 +1932,7 @@ static void test_migrate_from_v1(void **state)
     assert_int_equal(hops, 3);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 4);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 5);
     /* 3 -> 4: old rows stamped from discovered_at (0 here; /a was linked
      * again above and took that insert's stamp), the index there */
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE last_linked = 0"), 2);
@@ -1937,6 +1943,120 @@ static void test_migrate_from_v1(void **state)
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE fetch_url IS NULL"), 4);
     d = open_ok(f->state, NULL);
     assert_string_equal(db_crawl_id(d), id);
+    assert_int_equal(db_close(d), 0);
+}
+
+/* A v2 file (the UNIQUE index on the URL text), with a column and an
+ * index that another step added: crawld 1 -> 2 as shipped, then one more. */
+static void make_v2(const char *state)
+{
+    assert_int_equal(mkdir(state, 0700), 0);
+    assert_int_equal(raw_exec(state, v1_schema), SQLITE_OK);
+    assert_int_equal(raw_exec(state,
+        "ALTER TABLE urls ADD COLUMN fetch_url TEXT;"
+        "ALTER TABLE urls ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE urls ADD COLUMN linked_at INTEGER NOT NULL DEFAULT 77;"
+        "CREATE INDEX urls_linked ON urls(linked_at) WHERE state <> 4;"
+        "UPDATE urls SET hops = 2, fetch_url = 'https://old.example/B' WHERE id = 3;"
+        "UPDATE urls SET linked_at = 5 WHERE id = 2;"
+        "UPDATE meta SET value = 2 WHERE key = 'schema_version';"
+        "PRAGMA user_version = 2;"), SQLITE_OK);
+}
+
+/* 2 -> 3 rebuilds urls: every column (also ones this build does not know)
+ * and value kept, ids kept, the other indexes re-created, each row with
+ * its fingerprint, and the old URLs still known. */
+static void test_migrate_from_v2_keeps_columns(void **state)
+{
+    fixture *f = *state;
+    make_v2(f->state);
+    db *d = open_ok(f->state, NULL);
+    int64_t rid = 0;
+    db_url u = url_of("https://old.example/b", "old.example", 1);
+    assert_int_equal(db_insert_url_wait(d, &u, &rid), 0);
+    assert_int_equal(rid, 3);
+    db_url n = url_of("https://old.example/c", "old.example", 1);
+    assert_int_equal(db_insert_url_wait(d, &n, &rid), 1);
+    assert_int_equal(rid, 4);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_exists(rd, "https://old.example/", 0, &rid), 1);
+    assert_int_equal(rid, 1);
+    assert_int_equal(db_reader_exists(rd, "https://old.example/zz", 0, &rid), 0);
+    int st = -1, att = -1, hops = -1;
+    assert_int_equal(db_reader_row(rd, 3, &st, &att, &hops), 0);
+    assert_int_equal(hops, 2);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 5);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 4);
+    assert_int_equal(raw_int(f->state, "SELECT linked_at FROM urls WHERE id = 2"), 5);
+    assert_int_equal(raw_int(f->state, "SELECT linked_at FROM urls WHERE id = 4"), 77);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE id = 3 AND"
+                                       " fetch_url = 'https://old.example/B'"), 1);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE type='index'"
+                                       " AND name IN ('urls_state', 'urls_host_state',"
+                                       " 'urls_linked', 'urls_fp')"), 4);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE type='index'"
+                                       " AND tbl_name = 'urls' AND sql IS NULL"), 0);
+    const char *url = "https://old.example/a";
+    char q[160];
+    snprintf(q, sizeof q, "SELECT fp = %lld FROM urls WHERE url = '%s'",
+             (long long)urlfp(url, strlen(url)), url);
+    assert_int_equal(raw_int(f->state, q), 1);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM pragma_integrity_check"
+                                       " WHERE integrity_check = 'ok'"), 1);
+}
+
+/* A rebuild that fails (the disk fills during the copy) leaves the file
+ * at version 2, whole, and says why; the next open migrates it. */
+static void test_migrate_failure_keeps_v2(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    make_v2(f->state);
+    setenv("CRAWLD_FAULT_REBUILD", "1", 1);
+    db *d = db_open(f->state, NULL, err, sizeof err);
+    unsetenv("CRAWLD_FAULT_REBUILD");
+    assert_null(d);
+    assert_non_null(strstr(err, "disk is full"));
+    assert_non_null(strstr(err, "rebuilding the urls table"));
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 2);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 3);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE name = 'urls_fp'"
+                                       " OR name = 'urls_rebuilt'"), 0);
+    d = open_ok(f->state, NULL);
+    int64_t rid = 0;
+    db_url u = url_of("https://old.example/a", "old.example", 1);
+    assert_int_equal(db_insert_url_wait(d, &u, &rid), 0);
+    assert_int_equal(rid, 2);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 5);
+}
+
+/* Two URLs with one fingerprint are two rows: a fingerprint match is
+ * settled by the text (a planted row stands in for a real collision). */
+static void test_fingerprint_match_compares_text(void **state)
+{
+    fixture *f = *state;
+    const char *url = "https://c.example/collides";
+    char sql[256];
+    db *d = open_ok(f->state, NULL);
+    assert_int_equal(db_close(d), 0);
+    snprintf(sql, sizeof sql, "INSERT INTO urls(url, host, fp) VALUES('https://c.example/other',"
+             " 'c.example', %lld)", (long long)urlfp(url, strlen(url)));
+    assert_int_equal(raw_exec(f->state, sql), SQLITE_OK);
+    d = open_ok(f->state, NULL);
+    int64_t id = 0, again = 0;
+    db_url u = url_of(url, "c.example", 0);
+    assert_int_equal(db_insert_url_wait(d, &u, &id), 1);
+    assert_int_equal(id, 2);
+    assert_int_equal(db_insert_url_wait(d, &u, &again), 0);
+    assert_int_equal(again, 2);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_int_equal(db_reader_exists(rd, url, 0, &again), 1);
+    assert_int_equal(again, 2);
+    db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
 
@@ -2163,6 +2283,9 @@ int main(void)
         T(test_flush_mark),
         T(test_crawl_id_stable),
         T(test_migrate_from_v1),
+        T(test_migrate_from_v2_keeps_columns),
+        T(test_migrate_failure_keeps_v2),
+        T(test_fingerprint_match_compares_text),
         T(test_hops_read_back),
         T(test_last_linked_moves_forward),
         T(test_forget_in_bounded_steps),
