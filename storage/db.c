@@ -286,7 +286,9 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_SCAN_LINKED] = "SELECT id, url, last_linked FROM urls WHERE id > ?1 OR last_linked >= ?2",
     [RST_STALE_QUEUED] = "SELECT id, url, last_linked FROM urls WHERE last_linked < ?1"
                          " AND (state IN (0, 1) OR"
-                         " (next_at IS NOT NULL AND gone = 0 AND next_at <= ?2))",
+                         " (next_at IS NOT NULL AND gone = 0 AND next_at <= ?2) OR"
+                         " EXISTS (SELECT 1 FROM urls p WHERE p.id = urls.parent"
+                         " AND p.http_status = 304 AND p.fetched_at >= ?1 * 1000))",
     [RST_Q_SAME] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"
                    " AND depth = ?1 AND id > ?2 ORDER BY id",
     [RST_Q_DEEPER] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"

@@ -394,9 +394,12 @@ int64_t db_reader_scan_linked(db_reader *rd, int64_t mark, int64_t since, db_lin
  * must hold before a catch-up). Returns how many cb saw, or < 0. */
 int64_t db_reader_stamps(db_reader *rd, int64_t since, int (*cb)(void *ud, int64_t stamp),
                          void *ud);
-/* Queued, in-flight or due (next_at reached) rows stamped before cutoff:
- * they are kept when the rest are forgotten, so their keys must move to
- * the newest generation. */
+/* Queued, in-flight or due (next_at reached) rows stamped before cutoff,
+ * and the rows whose parent answered 304 since cutoff (a 304 re-reads no
+ * links, so the links its page held when last parsed still stand: only
+ * the discovering parent is known, so a row linked from another unchanged
+ * page is not covered): they are kept when the rest are forgotten, so
+ * their keys must move to the newest generation. */
 int64_t db_reader_stale_queued(db_reader *rd, int64_t cutoff, db_linked_fn cb, void *ud);
 
 typedef struct db_queued_query {

@@ -2242,6 +2242,39 @@ static void test_forget_in_bounded_steps(void **state)
     assert_int_equal(db_close(d), 0);
 }
 
+/* A 304 re-reads no links: the rows its page discovered stay linked, so
+ * retention keeps them; a parent that answered 200 re-linked what it
+ * still links, and one that answered 304 before the cutoff covers none. */
+static void test_stale_rows_of_unchanged_pages_are_kept(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    const char *names[] = { "https://k.example/p304", "https://k.example/p200",
+                            "https://k.example/old304", "https://k.example/c1",
+                            "https://k.example/c2", "https://k.example/c3" };
+    for (int i = 0; i < 6; i++) {
+        db_url u = url_of(names[i], "k.example", 1);
+        u.state = DB_STATE_DONE;
+        u.linked_s = i < 3 ? 500 : 100;
+        assert_int_equal(db_insert_url_wait(d, &u, NULL), 1);
+    }
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_exec(f->state,
+                              "UPDATE urls SET http_status = 304, fetched_at = 300000 WHERE id = 1;"
+                              "UPDATE urls SET http_status = 200, fetched_at = 300000 WHERE id = 2;"
+                              "UPDATE urls SET http_status = 304, fetched_at = 100000 WHERE id = 3;"
+                              "UPDATE urls SET parent = id - 3 WHERE id > 3;"),
+                     SQLITE_OK);
+    d = open_ok(f->state, NULL);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    int n = 0;
+    assert_int_equal(db_reader_stale_queued(rd, 200, count_linked, &n), 1);
+    assert_int_equal(n, 1); /* c1 only: its parent answered 304 at 300 s */
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2289,6 +2322,7 @@ int main(void)
         T(test_hops_read_back),
         T(test_last_linked_moves_forward),
         T(test_forget_in_bounded_steps),
+        T(test_stale_rows_of_unchanged_pages_are_kept),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
