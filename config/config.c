@@ -144,6 +144,8 @@ static const option options[] = {
     STR(archive, prefix, "\"crawld\"", "WARC file name prefix"),
     INT(archive, max_file_bytes, 1048576, 1e13, "1073741824", "rotate WARC files at this size"),
     BOOL(archive, revisits, "true", "write revisit records for payloads already archived"),
+    INT(archive, spool_mem_bytes, 4096, 1073741824, "1048576",
+        "a body on its way to the WARC file is kept in memory up to this size; a bigger one goes to an unlinked temp file in state_dir"),
     BOOL(archive, wacz, "false", "at the end of a crawl, package its WARC files as a WACZ (state_dir/wacz/PREFIX-TIMESTAMP.wacz, a new file each run)"),
 
     BOOL(sitemaps, enabled, "false", "read sitemaps (sitemaps.org): each in-scope host's robots.txt Sitemap lines and /sitemap.xml; the pages they list are queued as seeds (scope rules apply). Off by default: it costs a request per host, and a crawl then fetches more than its links reach"),

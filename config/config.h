@@ -108,6 +108,7 @@ typedef struct crawl_config {
         char *prefix;
         int64_t max_file_bytes;
         bool revisits;
+        int64_t spool_mem_bytes;
         bool wacz;
     } archive;
     struct {

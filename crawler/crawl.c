@@ -88,6 +88,7 @@
 #include "frontier/scope.h"
 #include "storage/db.h"
 #include "storage/dispatchlog.h"
+#include "storage/spool.h"
 #include "storage/warc.h"
 
 #define SNAPSHOT_NAME "bloom.snap"
@@ -162,7 +163,7 @@ struct crawl {
     atomic_uint_fast64_t errors_by_kind[FETCH_ERR_COUNT];
     /* requisites (see "requisites from CSS") */
     atomic_uint_fast64_t req_found, req_new, req_past_depth, css_sheets, css_refs, css_imports,
-        css_dropped, css_truncated;
+        css_dropped, css_truncated, spooled, spool_errors;
     sampler *smp;               /* the scheduler's: figures over time */
     recrawl *rc;                /* the re-crawl: history, due rows (recrawl.h) */
     int64_t run_start_ms;       /* wall clock: a one-pass run fetches a row once */
@@ -183,7 +184,8 @@ struct fjob {
     links_parser *lp;           /* while an HTML body is parsed */
     sitemaps_fetch *smf;        /* while a sitemap body is parsed */
     cr_buf body;                /* robots.txt body */
-    cr_buf raw;                 /* wire payload for the archive */
+    spool *sp;                  /* wire payload for the archive (digest only
+                                   for the re-crawl); NULL: none */
     cr_buf headers, request;
     bool css;                   /* a 200 text/css body, gathered in css_body */
     cr_buf css_body;
@@ -413,6 +415,13 @@ static int hook_response(void *ctx, const fetch_job *job, const fetch_response *
         cr_buf_append(&j->request, r->request, r->request_len);
     }
     recrawl_note_headers(j->rj, r->headers, r->headers_len);
+    if ((c->w || j->rj) && j->sp == NULL) { /* the archive, or the re-crawl's payload digest */
+        spool_opts so = { .dir = c->w ? c->cfg->storage.state_dir : NULL,
+                          .mem_cap = (size_t)c->cfg->archive.spool_mem_bytes };
+        j->sp = spool_new(&so);
+        if (j->sp)
+            spool_begin(j->sp, j->headers.data, j->headers.len);
+    }
     if (j->fj.kind == DB_KIND_SITEMAP && !j->fj.is_robots) {
         tctx *t = my_ctx(c);
         if (c->sm && t && r->status == 200 && j->smf == NULL)
@@ -561,8 +570,8 @@ static int hook_raw(void *ctx, const fetch_job *job, const char *p, size_t n)
 {
     (void)ctx;
     fjob *j = job->user;
-    if (j->c->w || j->rj) /* the archive, or the re-crawl's payload digest */
-        cr_buf_append(&j->raw, p, n);
+    if (j->sp)
+        spool_append(j->sp, p, n); /* a failure is sticky: archive() says it */
     return 0;
 }
 
@@ -572,7 +581,7 @@ static void fjob_free(fjob *j)
     cr_free(j->location);
     cr_free(j->ctype);
     cr_buf_release(&j->body);
-    cr_buf_release(&j->raw);
+    spool_free(j->sp);
     cr_buf_release(&j->headers);
     cr_buf_release(&j->request);
     cr_buf_release(&j->css_body);
@@ -618,10 +627,24 @@ static bool archive(crawl *c, fjob *j, const fetch_result *r, warc_result *out)
 {
     if (c->w == NULL || j->status <= 0 || j->headers.len == 0)
         return false;
+    int se = j->sp ? spool_error(j->sp) : -ENOMEM;
+    if (se < 0) { /* the body could not be kept: no record rather than a wrong one */
+        bump(&c->spool_errors);
+        if (c->log)
+            fprintf(c->log, "crawld: WARC record not written for %s: body spool: %s\n", j->url,
+                    strerror(-se));
+        return false;
+    }
+    if (spool_spilled(j->sp))
+        bump(&c->spooled);
+    bool same_hdr = spool_header_len(j->sp) == j->headers.len;
     warc_fetch wf = { .uri = j->url, .ip = j->ip, .date_ms = r->start_unix_ms,
                       .request = j->request.data, .request_len = j->request.len,
                       .headers = j->headers.data, .headers_len = j->headers.len,
-                      .payload = j->raw.data ? j->raw.data : "", .payload_len = j->raw.len,
+                      .payload = spool_data(j->sp), .payload_len = (size_t)spool_len(j->sp),
+                      .payload_read = spool_read, .payload_ctx = j->sp,
+                      .payload_sha1 = spool_payload_sha1(j->sp),
+                      .block_sha1 = same_hdr ? spool_block_sha1(j->sp) : NULL,
                       .status = j->status, .mime = j->ctype, .truncated = r->truncated };
     warc_prior prior;
     if (recrawl_warc_prior(j->rj, j->url, &prior)) {
@@ -652,7 +675,6 @@ static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
                 next->url_len = next->url ? strlen(next->url) : 0;
                 next->hops = j->hops + 1;
                 cr_buf_init(&next->body, 0);
-                cr_buf_init(&next->raw, (size_t)c->cfg->fetch.max_body_bytes);
                 cr_buf_init(&next->headers, 0);
                 cr_buf_init(&next->request, 0);
                 cr_buf_init(&next->css_body, (size_t)c->cfg->fetch.max_body_bytes);
@@ -703,6 +725,9 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
     bool answered = j->status > 0 && error_kind(r->error) == FRONTIER_ERR_NONE;
     warc_result wr;
     bool archived = false;
+    char digest[38] = "";
+    if (j->sp && spool_finish(j->sp) == 0)
+        warc_digest_text(spool_payload_sha1(j->sp), digest);
     if (r->error == FETCH_ERR_ABORTED || r->error == FETCH_ERR_CANCELLED) {
         frontier_return(c->fr, &j->fj);
         fjob_free(j);
@@ -778,7 +803,8 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
     recrawl_fetch rf = { .id = j->fj.id, .url = j->url, .url_len = j->url_len,
                          .host = j->fj.host, .status = j->status, .answered = answered,
                          .truncated = r->truncated, .w = archived ? &wr : NULL,
-                         .payload = j->raw.data, .payload_len = j->raw.len,
+                         .payload_digest = digest[0] ? digest : NULL,
+                         .payload_len = j->sp ? (size_t)spool_len(j->sp) : 0,
                          .now_ms = cr_wall_ms() };
     recrawl_done(c->rc, j->rj, &rf);
     frontier_done(c->fr, &j->fj, &o, mono_ms_ceil());
@@ -816,7 +842,6 @@ static int dispatch(crawl *c, int64_t *wake)
                   : 0;
     j->rj = fj.is_robots ? NULL : recrawl_prepare(c->rc, fj.id);
     cr_buf_init(&j->body, 0);
-    cr_buf_init(&j->raw, (size_t)c->cfg->fetch.max_body_bytes);
     cr_buf_init(&j->headers, 0);
     cr_buf_init(&j->request, 0);
     cr_buf_init(&j->css_body, (size_t)c->cfg->fetch.max_body_bytes);

@@ -296,6 +296,8 @@ int recrawl_done(recrawl *r, recrawl_job *j, const recrawl_fetch *f)
     } else if (f->status == 200) {
         if (f->w)
             snprintf(digest, sizeof digest, "%s", f->w->payload_digest);
+        else if (f->payload_digest)
+            snprintf(digest, sizeof digest, "%s", f->payload_digest);
         else if (warc_payload_digest(f->payload ? f->payload : "", f->payload_len, digest) < 0)
             digest[0] = '\0';
         same = revisit && !f->truncated && digest[0] && strcmp(digest, p->digest) == 0;

@@ -109,6 +109,8 @@ typedef struct recrawl_fetch {
     const warc_result *w;  /* NULL: not archived */
     const void *payload;   /* the body as on the wire, when w is NULL */
     size_t payload_len;
+    const char *payload_digest; /* when w is NULL: the payload's "sha1:..."
+                                   if known (then payload is not read) */
     int64_t now_ms;
 } recrawl_fetch;
 int recrawl_done(recrawl *r, recrawl_job *j, const recrawl_fetch *f);

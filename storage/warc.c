@@ -59,6 +59,39 @@ typedef struct span {
     size_t n;
 } span;
 
+/* A streamed payload (warc_fetch.payload_read): a span with p NULL and
+ * n > 0 is read through it, READ_CHUNK bytes at a time. */
+typedef struct reader {
+    int (*fn)(void *ctx, uint64_t off, void *buf, size_t n);
+    void *ctx;
+} reader;
+#define READ_CHUNK 65536
+
+/* Calls fn over the bytes of s, in pieces. */
+static int span_each(const reader *rd, span s, int (*fn)(void *arg, const void *p, size_t n),
+                     void *arg)
+{
+    if (s.n == 0)
+        return 0;
+    if (s.p != NULL)
+        return fn(arg, s.p, s.n);
+    if (rd == NULL || rd->fn == NULL)
+        return -EINVAL;
+    unsigned char *buf = cr_malloc(READ_CHUNK);
+    if (buf == NULL)
+        return -ENOMEM;
+    int rc = 0;
+    for (uint64_t off = 0; rc == 0 && off < s.n;) {
+        size_t take = s.n - off < READ_CHUNK ? (size_t)(s.n - off) : READ_CHUNK;
+        rc = rd->fn(rd->ctx, off, buf, take);
+        if (rc == 0)
+            rc = fn(arg, buf, take);
+        off += take;
+    }
+    cr_free(buf);
+    return rc;
+}
+
 /* A growable byte buffer for compressed output (no cap: its input is
  * already capped by the caller and WARC_MAX_HEADER_BYTES). */
 typedef struct gbuf {
@@ -200,7 +233,12 @@ void warc_digest_text(const uint8_t sha1[20], char *out)
     *o = '\0';
 }
 
-static int sha1_spans(const span *parts, size_t n, uint8_t out[20])
+static int sha1_piece(void *arg, const void *p, size_t n)
+{
+    return EVP_DigestUpdate(arg, p, n) == 1 ? 0 : -ENOMEM;
+}
+
+static int sha1_spans(const reader *rd, const span *parts, size_t n, uint8_t out[20])
 {
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int rc = -ENOMEM;
@@ -208,9 +246,13 @@ static int sha1_spans(const span *parts, size_t n, uint8_t out[20])
         return rc;
     if (EVP_DigestInit_ex(ctx, EVP_sha1(), NULL) != 1)
         goto out;
-    for (size_t i = 0; i < n; i++)
-        if (parts[i].n && EVP_DigestUpdate(ctx, parts[i].p, parts[i].n) != 1)
+    for (size_t i = 0; i < n; i++) {
+        int r = span_each(rd, parts[i], sha1_piece, ctx);
+        if (r < 0) {
+            rc = r;
             goto out;
+        }
+    }
     unsigned int len = 0;
     if (EVP_DigestFinal_ex(ctx, out, &len) != 1 || len != 20)
         goto out;
@@ -220,11 +262,12 @@ out:
     return rc;
 }
 
-static int digest_text_of(const span *parts, size_t n, char out[38], uint8_t raw[20])
+static int digest_text_of(const reader *rd, const span *parts, size_t n, char out[38],
+                          uint8_t raw[20])
 {
     uint8_t tmp[20];
     uint8_t *d = raw ? raw : tmp;
-    int rc = sha1_spans(parts, n, d);
+    int rc = sha1_spans(rd, parts, n, d);
     if (rc == 0)
         warc_digest_text(d, out);
     return rc;
@@ -233,7 +276,7 @@ static int digest_text_of(const span *parts, size_t n, char out[38], uint8_t raw
 int warc_payload_digest(const void *p, size_t n, char out[38])
 {
     span s = {p, n};
-    return digest_text_of(&s, 1, out, NULL);
+    return digest_text_of(NULL, &s, 1, out, NULL);
 }
 
 /* ---- gzip members ------------------------------------------------------- */
@@ -242,6 +285,7 @@ typedef struct gz {
     z_stream z;
     bool init;
     int level;
+    const reader *rd;   /* the streamed payload, if any */
 } gz;
 
 voidpf warc_z_alloc(voidpf opaque, uInt items, uInt size)
@@ -291,6 +335,27 @@ static int gz_run(gz *g, gbuf *out, int flush)
     }
 }
 
+typedef struct gz_feed {
+    gz *g;
+    gbuf *out;
+} gz_feed;
+
+static int gz_piece(void *arg, const void *p, size_t left)
+{
+    gz_feed *f = arg;
+    int rc = 0;
+    const unsigned char *q = p;
+    while (rc == 0 && left > 0) {
+        size_t take = left > (1u << 30) ? (1u << 30) : left;
+        f->g->z.next_in = (unsigned char *)(uintptr_t)q;
+        f->g->z.avail_in = (uInt)take;
+        rc = gz_run(f->g, f->out, Z_NO_FLUSH);
+        q += take;
+        left -= take;
+    }
+    return rc;
+}
+
 /* Appends one gzip member holding the concatenation of parts. */
 static int gz_member(gz *g, gbuf *out, const span *parts, size_t n)
 {
@@ -309,18 +374,9 @@ static int gz_member(gz *g, gbuf *out, const span *parts, size_t n)
     for (size_t i = 0; i < n; i++)
         total += parts[i].n;
     int rc = gbuf_reserve(out, (size_t)deflateBound(&g->z, (uLong)total) + 64);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        const unsigned char *p = parts[i].p;
-        size_t left = parts[i].n;
-        while (rc == 0 && left > 0) {
-            size_t take = left > (1u << 30) ? (1u << 30) : left;
-            g->z.next_in = (unsigned char *)(uintptr_t)p;
-            g->z.avail_in = (uInt)take;
-            rc = gz_run(g, out, Z_NO_FLUSH);
-            p += take;
-            left -= take;
-        }
-    }
+    gz_feed feed = {g, out};
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = span_each(g->rd, parts[i], gz_piece, &feed);
     if (rc == 0) {
         g->z.next_in = NULL;
         g->z.avail_in = 0;
@@ -862,7 +918,7 @@ static int file_start(warc_writer *w)
     if (rc < 0)
         goto out;
     span bs = {block.data, block.len};
-    rc = digest_text_of(&bs, 1, digest, NULL);
+    rc = digest_text_of(NULL, &bs, 1, digest, NULL);
     if (rc < 0)
         goto out;
     rec r = {
@@ -1150,6 +1206,7 @@ int warc_dedup_each(warc_writer *w, int (*cb)(void *ctx, const warc_dedup_entry 
 /* What a fetch needs no lock for. */
 typedef struct prep {
     const warc_fetch *f;
+    reader rd;                  /* a streamed payload's */
     char date[25];
     int64_t date_ms;
     cr_buf fixed;               /* the stored header block when changed */
@@ -1195,9 +1252,12 @@ static bool block_ok(const char *p, size_t n)
 static int prepare(prep *p, const warc_fetch *f)
 {
     p->f = f;
+    p->rd.fn = f->payload ? NULL : f->payload_read;
+    p->rd.ctx = f->payload_ctx;
     cr_buf_init(&p->fixed, WARC_MAX_HEADER_BYTES + 4096);
     if (f->uri == NULL || !uri_ok(f->uri) || f->headers == NULL || f->headers_len == 0 ||
-        f->headers_len > WARC_MAX_HEADER_BYTES || (f->payload_len && f->payload == NULL) ||
+        f->headers_len > WARC_MAX_HEADER_BYTES ||
+        (f->payload_len && f->payload == NULL && f->payload_read == NULL) ||
         (f->request_len && (f->request == NULL || f->request_len > WARC_MAX_HEADER_BYTES ||
                             !block_ok(f->request, f->request_len))))
         return -EINVAL;
@@ -1227,16 +1287,23 @@ static int prepare(prep *p, const warc_fetch *f)
         rc = uuid_new(p->resp_id);
     if (rc < 0)
         return rc;
-    span pay = {f->payload, f->payload_len};
-    rc = digest_text_of(&pay, 1, p->payload_digest, p->payload_sha);
-    if (rc < 0)
-        return rc;
+    if (f->payload_sha1) { /* digested as it arrived */
+        memcpy(p->payload_sha, f->payload_sha1, 20);
+        warc_digest_text(p->payload_sha, p->payload_digest);
+    } else {
+        span pay = {f->payload, f->payload_len};
+        rc = digest_text_of(&p->rd, &pay, 1, p->payload_digest, p->payload_sha);
+        if (rc < 0)
+            return rc;
+    }
+    if (f->block_sha1 && !changed) /* the block is the header block as given + payload */
+        warc_digest_text(f->block_sha1, p->block_digest);
     if (f->request_len) {
         span req = {f->request, f->request_len};
         span empty = {NULL, 0};
-        rc = digest_text_of(&req, 1, p->req_block_digest, NULL);
+        rc = digest_text_of(NULL, &req, 1, p->req_block_digest, NULL);
         if (rc == 0)
-            rc = digest_text_of(&empty, 1, p->req_payload_digest, NULL);
+            rc = digest_text_of(NULL, &empty, 1, p->req_payload_digest, NULL);
         if (rc < 0)
             return rc;
     }
@@ -1279,7 +1346,7 @@ static int build(prep *p, gz *z, const plan *pl, group *g)
     if (pl->revisit) {
         if (p->revisit_digest[0] == '\0') {
             span s = {p->hdr, p->hdr_len};
-            rc = digest_text_of(&s, 1, p->revisit_digest, NULL);
+            rc = digest_text_of(NULL, &s, 1, p->revisit_digest, NULL);
             if (rc < 0)
                 return rc;
         }
@@ -1298,7 +1365,7 @@ static int build(prep *p, gz *z, const plan *pl, group *g)
         r.nblock = 1;
     } else {
         if (p->block_digest[0] == '\0') {
-            rc = digest_text_of(r.block, 2, p->block_digest, NULL);
+            rc = digest_text_of(&p->rd, r.block, 2, p->block_digest, NULL);
             if (rc < 0)
                 return rc;
         }
@@ -1454,6 +1521,7 @@ int warc_write_fetch(warc_writer *w, const warc_fetch *f, warc_result *out)
     int rc = prepare(&p, f);
     if (rc < 0)
         goto out;
+    z.rd = &p.rd;
 
     pthread_mutex_lock(&w->lock);
     rc = w->broken;

@@ -107,8 +107,17 @@ typedef struct warc_fetch {
                                  line through the empty line */
     size_t headers_len;
     const void *payload;      /* body as on the wire after de-chunking, NOT
-                                 content-decoded; may hold NULs */
+                                 content-decoded; may hold NULs; NULL with
+                                 payload_read: streamed (storage/spool) */
     size_t payload_len;
+    /* a streamed payload: reads n bytes at off into buf, 0 or -errno (the
+     * write then fails with it); used when payload is NULL */
+    int (*payload_read)(void *ctx, uint64_t off, void *buf, size_t n);
+    void *payload_ctx;
+    const uint8_t *payload_sha1; /* the payload's sha1, known; NULL: computed */
+    const uint8_t *block_sha1; /* sha1 of headers + payload, known; used when
+                                 the stored header block is the one given
+                                 (see Transfer-Encoding); NULL: computed */
     int status;               /* HTTP status for the index; <= 0: read from
                                  the status line */
     const char *mime;         /* Content-Type for the index; NULL: read from
