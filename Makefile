@@ -87,13 +87,13 @@ $(BIN)/testsite: $(SITE_SRC:%.c=$(B)/%.o) $(LIB)
 # Test builds: storage/db.c again with its fault hook (CRAWLD_FAULTS, see
 # db.c), in a library the tests link and in bin/crawld-faults, the binary
 # the failure tests run. bin/crawld itself has no hook.
-FAULT_OBJ := $(B)/storage/db-faults.o
+FAULT_OBJ := $(B)/storage/db-faults.o $(B)/storage/spool-faults.o
 TLIB := $(B)/libcrawld-test.a
-$(FAULT_OBJ): storage/db.c
+$(B)/storage/%-faults.o: storage/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DCRAWLD_FAULT_HOOKS $(ALL_CFLAGS) -c $< -o $@
 
-$(TLIB): $(filter-out $(B)/storage/db.o,$(LIB_OBJ)) $(FAULT_OBJ)
+$(TLIB): $(filter-out $(B)/storage/db.o $(B)/storage/spool.o,$(LIB_OBJ)) $(FAULT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 

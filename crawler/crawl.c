@@ -1422,6 +1422,8 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
         st->archiving = true;
         st->archived = ws.responses;
         st->revisits = ws.revisits;
+        st->spooled = atomic_load(&c->spooled);
+        st->spool_errors = atomic_load(&c->spool_errors);
     }
     frontier_get_stats(c->fr, &st->frontier);
     st->frontier_mem = st->frontier.mem_entries;

@@ -96,6 +96,8 @@ typedef struct crawl_status {
     bool archiving;            /* a WARC writer is open (archived/revisits apply) */
     uint64_t archived;         /* WARC response records */
     uint64_t revisits;         /* WARC revisit records (duplicate content) */
+    uint64_t spooled;          /* bodies past archive.spool_mem_bytes, spooled to a temp file */
+    uint64_t spool_errors;     /* fetches not archived: their body could not be spooled */
     int64_t frontier_mem;      /* URLs queued in memory */
     int64_t queued;            /* URLs queued in SQLite */
     int64_t hosts_active;

@@ -30,6 +30,14 @@ struct spool {
 
 static ssize_t plain_write(int fd, const void *p, size_t n)
 {
+#ifdef CRAWLD_FAULT_HOOKS
+    /* test builds: CRAWLD_SPOOL_FAULT=1 makes every spool file write fail
+     * with ENOSPC (a full state folder), as CRAWLD_FAULTS does for db.c */
+    if (getenv("CRAWLD_SPOOL_FAULT") != NULL) {
+        errno = ENOSPC;
+        return -1;
+    }
+#endif
     return write(fd, p, n);
 }
 

@@ -659,6 +659,45 @@ static void foreign_snapshot_is_refused(void **state)
     cr_buf_release(&err);
 }
 
+/* A state folder too full for the WARC body spool (CRAWLD_SPOOL_FAULT: every
+ * spool file write fails with ENOSPC): each page past spool_mem_bytes is
+ * fetched once, its links followed, its record not written, with the URL
+ * and the reason logged and counted in the summary; the crawl ends well. */
+static void full_spool_loses_no_page(void **state)
+{
+    (void)state;
+    set want = { 0 };
+    expected(&want, "/");
+    size_t from = log_lines();
+    const char *cfg = config("spool", path_in("spool"), NULL, NULL,
+                             "[archive]\nwarc = true\nspool_mem_bytes = 4096\n");
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    setenv("CRAWLD_SPOOL_FAULT", "1", 1);
+    int rc = crawl_once(NULL, cfg, &err);
+    unsetenv("CRAWLD_SPOOL_FAULT");
+    if (rc != 0)
+        fail_msg("crawld-faults run exited %d: %s", rc, err.data);
+    set got = { 0 };
+    size_t dups = 0;
+    fetched_since(from, &got, &dups);
+    assert_same(&want, &got);
+    assert_int_equal(dups, 0);
+    const char *m = strstr(err.data, "crawld: WARC record not written for http://");
+    assert_non_null(m);
+    assert_non_null(strstr(m, ": body spool: No space left on device\n"));
+    const char *s = strstr(err.data, "fetches NOT archived: their body could not be spooled");
+    assert_non_null(s);
+    long n = 0;
+    for (const char *p = err.data; (p = strstr(p, "crawld: WARC record not written for ")); p++)
+        n++;
+    print_message("  %ld fetches not archived (spool full), %zu URLs fetched once\n", n, got.n);
+    assert_true(n > 0);
+    set_free(&want);
+    set_free(&got);
+    cr_buf_release(&err);
+}
+
 /* A snapshot whose mark is above the database's highest row (the database
  * lost rows, e.g. restored from an older copy) is refused and rebuilt: the
  * lost URLs are new again, not taken for seen by the snapshot's bits. */
@@ -747,6 +786,7 @@ int main(void)
         cmocka_unit_test(lost_database_is_refused),
         cmocka_unit_test(foreign_snapshot_is_refused),
         cmocka_unit_test(snapshot_above_database_is_refused),
+        cmocka_unit_test(full_spool_loses_no_page),
         cmocka_unit_test(redirect_hops_survive_a_restart),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -193,9 +193,11 @@ json_t *status_json(const crawl_status *st)
     if (j)
         json_object_set_new(j, "recrawl", recrawl_json(&st->recrawl));
     if (j && st->archiving)
-        json_object_set_new(j, "archive", json_pack("{s:I, s:I}", "responses",
+        json_object_set_new(j, "archive", json_pack("{s:I, s:I, s:I, s:I}", "responses",
                                                     (json_int_t)st->archived, "revisits",
-                                                    (json_int_t)st->revisits));
+                                                    (json_int_t)st->revisits, "spooled",
+                                                    (json_int_t)st->spooled, "spool_errors",
+                                                    (json_int_t)st->spool_errors));
     return j;
 }
 
@@ -303,6 +305,12 @@ void status_metrics(FILE *f, const crawl_status *st)
                " WARC-Truncated: length).\n# TYPE crawld_truncated_total counter\n"
                "crawld_truncated_total %llu\n",
             (unsigned long long)st->truncated);
+    fprintf(f, "# HELP crawld_archive_spool_total Bodies spooled to a temp file on the way to the"
+               " WARC file (past archive.spool_mem_bytes), and fetches not archived because"
+               " the spool failed.\n# TYPE crawld_archive_spool_total counter\n"
+               "crawld_archive_spool_total{result=\"spooled\"} %llu\n"
+               "crawld_archive_spool_total{result=\"failed\"} %llu\n",
+            (unsigned long long)st->spooled, (unsigned long long)st->spool_errors);
     fprintf(f, "# HELP crawld_requisites_total Requisites found (images, CSS, fonts, scripts), "
                "and those new to the crawl.\n# TYPE crawld_requisites_total counter\n"
                "crawld_requisites_total{result=\"found\"} %llu\n"

@@ -217,9 +217,13 @@ void summary_crawl_print(FILE *f, const json_t *st)
                 geti(st, "retention.refreshed"), geti(st, "retention.forgotten"),
                 geti(st, "retention.found_again"),
                 (double)geti(st, "retention.memory_bytes") / 1048576.0);
-    if (json_object_get(st, "archive"))
+    if (json_object_get(st, "archive")) {
         fprintf(f, "  archive: %lld responses, %lld revisits (duplicate content)\n",
                 geti(st, "archive.responses"), geti(st, "archive.revisits"));
+        if (geti(st, "archive.spool_errors"))
+            fprintf(f, "  archive: %lld fetches NOT archived: their body could not be spooled"
+                       " (disk full? see the log)\n", geti(st, "archive.spool_errors"));
+    }
     fprintf(f, "dedup:\n");
     summary_dedup_print(f, json_object_get(st, "dedup"));
 }
