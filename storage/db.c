@@ -63,6 +63,7 @@
  * literally, since that is how SQLite matches a partial index. */
 #define INDEXED "state <> 4"
 _Static_assert(DB_STATE_SEEN_ONLY == 4, "INDEXED names the seen_only state");
+_Static_assert(DB_KIND_SEED == 2, "RST_STALE_QUEUED keeps the seeds (kind 2)");
 
 /* Schema steps: migrations[v] takes a version-v database to v + 1; a NULL
  * step is C code (run_step). */
@@ -286,7 +287,7 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_SCAN_LINKED] = "SELECT id, url, last_linked FROM urls WHERE id > ?1 OR last_linked >= ?2",
     [RST_STALE_QUEUED] = "SELECT id, url, last_linked FROM urls WHERE last_linked < ?1"
                          " AND (state IN (0, 1) OR"
-                         " (next_at IS NOT NULL AND gone = 0 AND next_at <= ?2) OR"
+                         " (next_at IS NOT NULL AND gone = 0 AND next_at <= ?2) OR kind = 2 OR"
                          " EXISTS (SELECT 1 FROM urls p WHERE p.id = urls.parent"
                          " AND p.http_status = 304 AND p.fetched_at >= ?1 * 1000))",
     [RST_Q_SAME] = "SELECT " ROW_COLS " FROM urls WHERE " INDEXED " AND state = 0"

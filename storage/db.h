@@ -395,7 +395,8 @@ int64_t db_reader_scan_linked(db_reader *rd, int64_t mark, int64_t since, db_lin
 int64_t db_reader_stamps(db_reader *rd, int64_t since, int (*cb)(void *ud, int64_t stamp),
                          void *ud);
 /* Queued, in-flight or due (next_at reached) rows stamped before cutoff,
- * and the rows whose parent answered 304 since cutoff (a 304 re-reads no
+ * the seeds (the configuration links them for as long as it lists them;
+ * forgetting one would cut off everything below it), and the rows whose parent answered 304 since cutoff (a 304 re-reads no
  * links, so the links its page held when last parsed still stand: only
  * the discovering parent is known, so a row linked from another unchanged
  * page is not covered): they are kept when the rest are forgotten, so

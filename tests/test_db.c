@@ -2272,6 +2272,18 @@ static void test_stale_rows_of_unchanged_pages_are_kept(void **state)
     assert_int_equal(db_reader_stale_queued(rd, 200, count_linked, &n), 1);
     assert_int_equal(n, 1); /* c1 only: its parent answered 304 at 300 s */
     db_reader_free(rd);
+    /* a seed is kept however old its stamp: nothing else links to it */
+    db_url seed = url_of("https://k.example/", "k.example", 0);
+    seed.kind = DB_KIND_SEED;
+    seed.state = DB_STATE_DONE;
+    seed.linked_s = 100;
+    assert_int_equal(db_insert_url_wait(d, &seed, NULL), 1);
+    rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    n = 0;
+    assert_int_equal(db_reader_stale_queued(rd, 200, count_linked, &n), 2);
+    assert_int_equal(n, 2);
+    db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
 
