@@ -129,6 +129,7 @@ static int open_state(run *r)
     if (dir) {
         db_opts o;
         wire_db_opts(&r->cfg, &o);
+        o.scratch = r->state_dir == NULL; /* removed at exit: never synced */
         r->d = db_open(dir, &o, err, sizeof err);
         if (r->d == NULL) {
             fprintf(stderr, "crawld dedup: %s\n", err);
