@@ -837,10 +837,10 @@ static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
         return -EIO;
     }
     snprintf(sql, sizeof sql,
-             "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;"
+             "PRAGMA synchronous = %s; PRAGMA foreign_keys = OFF;"
              " PRAGMA cache_size = -%d; PRAGMA wal_autocheckpoint = %d;"
              " PRAGMA journal_size_limit = %d;",
-             o->cache_mb * 1024, WAL_PAGES, WAL_PAGES * 4096);
+             o->scratch ? "OFF" : "NORMAL", o->cache_mb * 1024, WAL_PAGES, WAL_PAGES * 4096);
     rc = exec(d->conn, sql, d->path, "setting it up", err, errlen);
     if (rc < 0)
         return rc;

@@ -103,6 +103,9 @@ typedef struct db_opts {
                        or a full batch ends the wait at once): fewer, larger
                        transactions; 0 = commit at once (0..10000) */
     int max_stall_ms; /* give up a stall after this long; 0 = never */
+    int scratch;      /* 1: a throw-away database (crawld dedup without
+                         --state, removed at exit): nothing is synced
+                         (synchronous = OFF), since no run reads it again */
 } db_opts;
 
 typedef struct db_url {
