@@ -301,7 +301,10 @@ static void sigterm_during_a_stall_gives_up_and_resume_completes(void **state)
     snprintf(errfile, sizeof errfile, "%s/termstall.err", workdir);
     size_t from = log_lines();
     char spec[64];
-    snprintf(spec, sizeof spec, "%d:full:1000000", 3 + rand() % 10);
+    /* An early transaction: how many a crawl of this site takes depends on
+     * how the commit window batches under load (a loaded machine batches
+     * more), and a fault past the last one would never fire. */
+    snprintf(spec, sizeof spec, "%d:full:1000000", 1 + rand() % 3);
     print_message("  CRAWLD_FAULTS=%s\n", spec);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -317,6 +320,7 @@ static void sigterm_during_a_stall_gives_up_and_resume_completes(void **state)
     }
     static char text[1 << 16];
     bool paused = false;
+    int status0 = 0;
     for (int i = 0; i < 3000 && !paused; i++) {
         FILE *f = fopen(errfile, "r");
         size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
@@ -324,6 +328,8 @@ static void sigterm_during_a_stall_gives_up_and_resume_completes(void **state)
         if (f)
             fclose(f);
         paused = strstr(text, "fetching paused") != NULL;
+        if (!paused && waitpid(pid, &status0, WNOHANG) == pid)
+            fail_msg("crawld ended before the fault stalled it:\n%s", text);
         if (!paused)
             sleep_ms(10);
     }
@@ -412,7 +418,10 @@ static void dedup_state_under_faults(void **state)
     }
     /* past the stall limit */
     char spec[64];
-    snprintf(spec, sizeof spec, "%d:full:1000000", 3 + rand() % 10);
+    /* An early transaction: how many a crawl of this site takes depends on
+     * how the commit window batches under load (a loaded machine batches
+     * more), and a fault past the last one would never fire. */
+    snprintf(spec, sizeof spec, "%d:full:1000000", 1 + rand() % 3);
     print_message("  give up: CRAWLD_FAULTS=%s\n", spec);
     cr_buf_clear(&out1);
     int rc = run_with(faults_bin(), spec,

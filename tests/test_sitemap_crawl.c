@@ -24,6 +24,7 @@
 #include "crawler/web/url.h"
 #include "tests/support/proc.h"
 #include "tests/support/testsite.h"
+#include "tests/support/urlset.h"
 
 static testsite site;
 static char workdir[128];
@@ -86,60 +87,9 @@ static const char *write_config(const char *name, bool sitemaps, bool warc)
     return write_config_on(site.port, name, sitemaps, warc);
 }
 
-/* ---- sets of URLs ------------------------------------------------------ */
-
-typedef struct set {
-    char **v;
-    size_t n, cap;
-} set;
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void set_add(set *s, const char *u)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 256;
-        s->v = realloc(s->v, s->cap * sizeof *s->v);
-        assert_non_null(s->v);
-    }
-    s->v[s->n++] = strdup(u);
-}
-
-static void set_sort_unique(set *s)
-{
-    if (s->n == 0)
-        return;
-    qsort(s->v, s->n, sizeof *s->v, cmp_str);
-    size_t k = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (k > 0 && strcmp(s->v[k - 1], s->v[i]) == 0) {
-            free(s->v[i]);
-            continue;
-        }
-        s->v[k++] = s->v[i];
-    }
-    s->n = k;
-}
-
-static bool set_has(const set *s, const char *u)
-{
-    return s->n > 0 && bsearch(&u, s->v, s->n, sizeof *s->v, cmp_str) != NULL;
-}
-
-static void set_free(set *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
-
 /* The site's exact answer for a crawl from a.test's root with the config's
  * limits; with_sitemaps: by a crawler that reads sitemaps. */
-static void expected(set *out, bool with_sitemaps)
+static void expected(urlset *out, bool with_sitemaps)
 {
     char port[16];
     snprintf(port, sizeof port, "%d", site.port);
@@ -152,9 +102,9 @@ static void expected(set *out, bool with_sitemaps)
     assert_int_equal(testsite_run(args, &text, &len), 0);
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        set_add(out, line);
+        urlset_add(out, line);
     free(text);
-    set_sort_unique(out);
+    urlset_sort(out, NULL);
     assert_true(out->n > 10);
 }
 
@@ -169,7 +119,7 @@ static size_t log_lines(void)
 
 /* The keys of what the log shows requested since line `from`; *dups: keys
  * requested more than once. */
-static void fetched_since(size_t from, set *fetched, size_t *dups)
+static void fetched_since(size_t from, urlset *fetched, size_t *dups)
 {
     testsite_req *v;
     size_t n;
@@ -184,28 +134,22 @@ static void fetched_since(size_t from, set *fetched, size_t *dups)
         url_reject why;
         snprintf(raw, sizeof raw, "http://%s:%d%s", v[i].host, site.port, v[i].target);
         assert_int_equal(url_canon_resolve(uc, NULL, 0, raw, strlen(raw), &key, &why), 0);
-        set_add(fetched, key.data);
+        urlset_add(fetched, key.data);
         total++;
     }
     cr_buf_release(&key);
     url_canon_free(uc);
-    set_sort_unique(fetched);
+    urlset_sort(fetched, NULL);
     if (dups)
         *dups = total - fetched->n;
     testsite_log_free(v, n);
 }
 
-static void assert_same(const set *want, const set *got)
+static void assert_same(const urlset *want, const urlset *got)
 {
-    int bad = 0;
-    for (size_t i = 0; i < want->n; i++)
-        if (!set_has(got, want->v[i]) && bad++ < 10)
-            print_error("expected but not fetched: %s\n", want->v[i]);
-    for (size_t i = 0; i < got->n; i++)
-        if (!set_has(want, got->v[i]) && bad++ < 20)
-            print_error("fetched but not expected: %s\n", got->v[i]);
+    size_t bad = urlset_diff(want, got);
     if (bad)
-        fail_msg("%d differences between the expected and the fetched set", bad);
+        fail_msg("%zu differences between the expected and the fetched set", bad);
 }
 
 static char *url(const char *target)
@@ -275,7 +219,7 @@ static void crawl_finds_exactly_the_sitemap_only_pages(void **state)
     cr_buf err;
     cr_buf_init(&err, 0);
     run_ok(cfg, NULL, &err);
-    set with = { 0 }, without = { 0 }, got = { 0 };
+    urlset with = { 0 }, without = { 0 }, got = { 0 };
     expected(&with, true);
     expected(&without, false);
     size_t dups = 0;
@@ -286,14 +230,14 @@ static void crawl_finds_exactly_the_sitemap_only_pages(void **state)
      * nothing they list that the protocol refuses */
     size_t added = 0;
     for (size_t i = 0; i < with.n; i++)
-        added += !set_has(&without, with.v[i]);
+        added += !urlset_has(&without, with.v[i]);
     assert_int_equal(added, sizeof sitemap_only / sizeof *sitemap_only);
     for (size_t i = 0; i < sizeof sitemap_only / sizeof *sitemap_only; i++) {
-        if (!set_has(&got, url(sitemap_only[i])) || set_has(&without, url(sitemap_only[i])))
+        if (!urlset_has(&got, url(sitemap_only[i])) || urlset_has(&without, url(sitemap_only[i])))
             fail_msg("%s: not sitemap-only, or not fetched", sitemap_only[i]);
     }
-    assert_false(set_has(&got, url("/sm/outside.html"))); /* outside /sitemaps/ */
-    assert_false(set_has(&got, url("/sm/only/7.html")));  /* a relative loc */
+    assert_false(urlset_has(&got, url("/sm/outside.html"))); /* outside /sitemaps/ */
+    assert_false(urlset_has(&got, url("/sm/only/7.html")));  /* a relative loc */
 
     /* the figures: 5 sitemaps (4 urlsets, broken.xml one too, as its root
      * says; 1 index), one gzip */
@@ -358,15 +302,15 @@ static void crawl_finds_exactly_the_sitemap_only_pages(void **state)
     from = log_lines();
     cr_buf_clear(&err);
     run_ok(cfg, NULL, &err);
-    set again = { 0 };
+    urlset again = { 0 };
     fetched_since(from, &again, NULL);
     for (size_t i = 0; i < again.n; i++)
         print_error("fetched again: %s\n", again.v[i]);
     assert_int_equal(again.n, 0);
-    set_free(&again);
-    set_free(&with);
-    set_free(&without);
-    set_free(&got);
+    urlset_free(&again);
+    urlset_free(&with);
+    urlset_free(&without);
+    urlset_free(&got);
     cr_buf_release(&err);
 }
 
@@ -379,7 +323,7 @@ static void off_by_default_fetches_no_sitemap(void **state)
     cr_buf err;
     cr_buf_init(&err, 0);
     run_ok(cfg, NULL, &err);
-    set want = { 0 }, got = { 0 };
+    urlset want = { 0 }, got = { 0 };
     expected(&want, false);
     fetched_since(from, &got, NULL);
     assert_same(&want, &got);
@@ -389,8 +333,8 @@ static void off_by_default_fetches_no_sitemap(void **state)
     assert_null(json_object_get(j, "sitemaps"));
     json_decref(j);
     assert_null(strstr(err.data, "  sitemaps: "));
-    set_free(&want);
-    set_free(&got);
+    urlset_free(&want);
+    urlset_free(&got);
     cr_buf_release(&err);
 }
 
@@ -405,15 +349,15 @@ static void limits_are_enforced_and_counted(void **state)
     cr_buf_init(&err, 0);
     run_ok(cfg, (const char *const[]){ "sitemaps.max_urls=2", "sitemaps.max_index_depth=0", NULL },
            &err);
-    set got = { 0 };
+    urlset got = { 0 };
     fetched_since(from, &got, NULL);
     /* /sitemap.xml's first two entries are / and /sm/only/1.html */
-    assert_true(set_has(&got, url("/sm/only/1.html")));
-    assert_false(set_has(&got, url("/sm/only/2.html")));
-    assert_false(set_has(&got, url("/sm/only/3.html")));
-    assert_true(set_has(&got, url("/sitemaps/index.xml")));
-    assert_false(set_has(&got, url("/sitemaps/child.xml.gz")));
-    assert_false(set_has(&got, url("/sitemaps/plain.xml")));
+    assert_true(urlset_has(&got, url("/sm/only/1.html")));
+    assert_false(urlset_has(&got, url("/sm/only/2.html")));
+    assert_false(urlset_has(&got, url("/sm/only/3.html")));
+    assert_true(urlset_has(&got, url("/sitemaps/index.xml")));
+    assert_false(urlset_has(&got, url("/sitemaps/child.xml.gz")));
+    assert_false(urlset_has(&got, url("/sitemaps/plain.xml")));
     /* 5 of /sitemap.xml's 7 entries and 2 of the index's 4 children are
      * past max_urls; the 2 children left are past max_index_depth */
     json_t *j = stats_json("limits");
@@ -423,7 +367,7 @@ static void limits_are_enforced_and_counted(void **state)
     assert_int_equal(sm_get(j, "queued"), 2);
     json_decref(j);
     assert_non_null(strstr(err.data, "dropped by limits: 7 past max_urls"));
-    set_free(&got);
+    urlset_free(&got);
 
     from = log_lines();
     cfg = write_config("per-host", true, false);
@@ -436,9 +380,9 @@ static void limits_are_enforced_and_counted(void **state)
     json_decref(j);
     size_t sitemaps = 0;
     for (size_t i = 0; i < sizeof sitemap_only / sizeof *sitemap_only; i++)
-        sitemaps += strstr(sitemap_only[i], ".xml") != NULL && set_has(&got, url(sitemap_only[i]));
+        sitemaps += strstr(sitemap_only[i], ".xml") != NULL && urlset_has(&got, url(sitemap_only[i]));
     assert_int_equal(sitemaps, 3);
-    set_free(&got);
+    urlset_free(&got);
     cr_buf_release(&err);
 }
 
