@@ -30,6 +30,17 @@ ADD=${FORGET_ADD:-30}
 KEEP=${FORGET_KEEP:-3}
 CRAWLD="$BIN/crawld"
 SITE="$BIN/testsite"
+# the figures are read with jq (status JSON) and sqlite3 (database size)
+missing=""
+for t in jq sqlite3 curl; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
+    fi
+    for t in $missing; do
+        command -v "$t" >/dev/null 2>&1 || { echo "bench_forget: needs $t (apt-get install $t); cannot run"; exit 1; }
+    done
+fi
 tmp=$(mktemp -d)
 site=""
 crawl=""
