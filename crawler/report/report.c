@@ -622,6 +622,23 @@ static void fill_series(const json_t *samples, const char *key, double *y)
         y[i] = jnum(json_array_get(samples, i), key);
 }
 
+/* y[i] = the share (percent) of total's growth between samples i-1 and i
+ * that is part's growth; an interval where total did not grow repeats the
+ * previous value (0 at the start). */
+static void fill_share(const json_t *samples, const char *total, const char *part, double *y)
+{
+    for (size_t i = 0; i < json_array_size(samples); i++) {
+        const json_t *cur = json_array_get(samples, i);
+        const json_t *prev = i ? json_array_get(samples, i - 1) : NULL;
+        double dt = jnum(cur, total) - (prev ? jnum(prev, total) : 0);
+        double dp = jnum(cur, part) - (prev ? jnum(prev, part) : 0);
+        y[i] = dt > 0 ? 100.0 * dp / dt : i ? y[i - 1] : 0;
+    }
+}
+
+/* The palette colours of a three-part share chart (fill_share), by part. */
+static const size_t share_colour[3] = { 2, 1, 3 };
+
 /* The dedup decisions since the start, as `crawld stats` prints them. */
 static void layers_card(FILE *f, const json_t *st)
 {
@@ -763,15 +780,8 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
                                              "dup_sqlite" };
     static const char *const dup_names[3] = { "Bloom MAYBE trusted", "recent cache", "SQLite" };
     for (size_t k = 0; k < 3; k++) {
-        double *y = col(v, n, k);
-        for (size_t i = 0; i < n; i++) {
-            const json_t *cur = json_array_get(samples, i);
-            const json_t *prev = i ? json_array_get(samples, i - 1) : NULL;
-            double du = jnum(cur, "urls") - (prev ? jnum(prev, "urls") : 0);
-            double dd = jnum(cur, dup_keys[k]) - (prev ? jnum(prev, dup_keys[k]) : 0);
-            y[i] = du > 0 ? 100.0 * dd / du : i ? y[i - 1] : 0;
-        }
-        c.s[c.ns++] = (series){ dup_names[k], palette[k == 0 ? 2 : k == 1 ? 1 : 3], y, S_AREA };
+        fill_share(samples, "urls", dup_keys[k], col(v, n, k));
+        c.s[c.ns++] = (series){ dup_names[k], palette[share_colour[k]], col(v, n, k), S_AREA };
     }
     rc = chart_write(f, &c);
     if (rc < 0)
@@ -880,15 +890,8 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
                                             "recrawl.gone" };
     static const char *const rc_names[3] = { "changed", "unchanged", "gone" };
     for (size_t k = 0; k < 3; k++) {
-        double *y = col(v, n, k);
-        for (size_t i = 0; i < n; i++) {
-            const json_t *cur = json_array_get(samples, i);
-            const json_t *prev = i ? json_array_get(samples, i - 1) : NULL;
-            double dr = jnum(cur, "recrawl.revisited") - (prev ? jnum(prev, "recrawl.revisited") : 0);
-            double dk = jnum(cur, rc_keys[k]) - (prev ? jnum(prev, rc_keys[k]) : 0);
-            y[i] = dr > 0 ? 100.0 * dk / dr : i ? y[i - 1] : 0;
-        }
-        c.s[c.ns++] = (series){ rc_names[k], palette[k == 0 ? 2 : k == 1 ? 1 : 3], y,
+        fill_share(samples, "recrawl.revisited", rc_keys[k], col(v, n, k));
+        c.s[c.ns++] = (series){ rc_names[k], palette[share_colour[k]], col(v, n, k),
                                 k == 0 ? S_AREA : S_LINE };
     }
     rc = chart_write(f, &c);
