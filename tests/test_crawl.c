@@ -25,12 +25,12 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
-#include "crawler/web/url.h"
+#include "tests/support/crawlrun.h"
 #include "tests/support/proc.h"
 #include "tests/support/testsite.h"
+#include "tests/support/urlset.h"
 
 static testsite site;
-static char workdir[128];
 
 #define PAGES "40"
 #define MAX_DEPTH "5"
@@ -41,8 +41,7 @@ static const char *const site_args[] = { "--pages", PAGES, "--hosts", "4", "--de
 static int group_setup(void **state)
 {
     (void)state;
-    snprintf(workdir, sizeof workdir, "/tmp/crawld-test-crawl-XXXXXX");
-    if (mkdtemp(workdir) == NULL)
+    if (crawlrun_setup("crawl") != 0)
         return -1;
     return testsite_start(&site, site_args);
 }
@@ -51,8 +50,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     testsite_stop(&site);
-    const char *argv[] = { "/bin/rm", "-rf", workdir, NULL };
-    proc_run(argv, NULL, 0, NULL, NULL);
+    crawlrun_teardown();
     return 0;
 }
 
@@ -73,15 +71,12 @@ typedef struct cfgopts {
 /* A config for this site. Returns its path. */
 static const char *write_config(const char *name, const char *state_dir, const cfgopts *o)
 {
-    static char path[256];
     static const cfgopts none = { 0 };
     if (o == NULL)
         o = &none;
-    snprintf(path, sizeof path, "%s/%s.toml", workdir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
     int p = site.port;
-    fprintf(f,
+    return crawlrun_config(
+            name,
             "[crawl]\nseeds = [\"http://a.test:%d%s\"]\nscope = \"%s\"\nmax_depth = %s\n"
             "daemon = %s\n%s\n[archive]\nwarc = %s\nwacz = %s\n"
             "[fetch]\nresolve = [\"a.test:%d:127.0.0.1\", \"b.test:%d:127.0.0.1\", "
@@ -99,68 +94,16 @@ static const char *write_config(const char *name, const char *state_dir, const c
             o->delay_ms, state_dir, o->commit_ms ? "commit_interval_ms = " : "",
             o->commit_ms ? o->commit_ms : "", o->commit_ms ? "\n" : "", o->listen ? o->listen : "",
             o->token ? o->token : "");
-    fclose(f);
-    return path;
 }
 
-static char *state_dir(const char *name)
+static const char *state_dir(const char *name)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", workdir, name);
-    return path;
+    return crawlrun_path(name, NULL);
 }
 
 /* ---- sets of URLs ------------------------------------------------------ */
 
-typedef struct set {
-    char **v;
-    size_t n, cap;
-} set;
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void set_add(set *s, const char *u)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 256;
-        s->v = realloc(s->v, s->cap * sizeof *s->v);
-    }
-    s->v[s->n++] = strdup(u);
-}
-
-static void set_sort_unique(set *s)
-{
-    if (s->n == 0)
-        return;
-    qsort(s->v, s->n, sizeof *s->v, cmp_str);
-    size_t k = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (k > 0 && strcmp(s->v[k - 1], s->v[i]) == 0) {
-            free(s->v[i]);
-            continue;
-        }
-        s->v[k++] = s->v[i];
-    }
-    s->n = k;
-}
-
-static bool set_has(const set *s, const char *u)
-{
-    if (s->n == 0)
-        return false;
-    return bsearch(&u, s->v, s->n, sizeof *s->v, cmp_str) != NULL;
-}
-
-static void set_free(set *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
+typedef urlset set;
 
 /* The site's exact answer for a crawl of scope (host, domain, prefix, all)
  * from a.test's seed target with the limits and trap defaults of
@@ -179,10 +122,11 @@ static void expected_for(set *out, const char *scope, const char *seed)
     char *text = NULL;
     size_t len = 0;
     assert_int_equal(testsite_run(args, &text, &len), 0);
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
-        set_add(out, line);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        urlset_add(out, line);
     free(text);
-    set_sort_unique(out);
+    urlset_sort(out, NULL);
     assert_true(out->n > 10);
 }
 
@@ -203,9 +147,9 @@ static void expected_requisites(set *out, const char *seed, const char *depth, b
     assert_int_equal(testsite_run(args, &text, &len), 0);
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        set_add(out, line);
+        urlset_add(out, line);
     free(text);
-    set_sort_unique(out);
+    urlset_sort(out, NULL);
 }
 
 static void expected(set *out)
@@ -219,68 +163,26 @@ static void expected(set *out)
 static size_t as_written;
 
 /* What the log shows fetched since line `from` (log lines before it belong
- * to earlier tests): the keys of the URLs requested into fetched (the site's
- * expected set is canonical: crawld requests each URL as a page wrote it);
- * *dups gets the keys fetched more than once with a final answer (5xx and
- * 429 are retried by design), not counting robots.txt (fetched once per
- * run): a second spelling of a known URL fetched again would be one. */
+ * to earlier tests): the keys of the URLs requested into fetched; *dups the
+ * keys fetched more than once with a final answer, not counting robots.txt
+ * (see urlset_fetched_since). */
 static size_t fetched_since(size_t from, set *fetched, size_t *dups)
 {
-    testsite_req *v;
-    size_t n;
-    assert_int_equal(testsite_log_read(&site, &v, &n), 0);
-    set final = { 0 };
-    url_canon *uc = url_canon_new(NULL);
-    cr_buf key;
-    assert_non_null(uc);
-    cr_buf_init(&key, 0);
-    as_written = 0;
-    for (size_t i = from; i < n; i++) {
-        char raw[4096];
-        url_reject why;
-        snprintf(raw, sizeof raw, "http://%s:%d%s", v[i].host, site.port, v[i].target);
-        if (url_canon_resolve(uc, NULL, 0, raw, strlen(raw), &key, &why) != 0)
-            fail_msg("the site logged a request crawld cannot parse: %s (%s)", raw,
-                     url_reject_str(why));
-        const char *url = key.data;
-        if (strcmp(url, raw) != 0)
-            as_written++;
-        set_add(fetched, url);
-        if (v[i].status < 500 && v[i].status != 429 && strstr(v[i].target, "/robots.txt") == NULL)
-            set_add(&final, url);
-    }
-    cr_buf_release(&key);
-    url_canon_free(uc);
-    size_t before = final.n;
-    set_sort_unique(&final);
-    if (dups)
-        *dups = before - final.n;
-    set_free(&final);
-    set_sort_unique(fetched);
-    testsite_log_free(v, n);
-    return n;
+    long n = urlset_fetched_since(&site, from, fetched, dups, &as_written);
+    assert_true(n >= 0);
+    return (size_t)n;
 }
 
 static size_t log_lines(void)
 {
-    testsite_req *v;
-    size_t n;
-    assert_int_equal(testsite_log_read(&site, &v, &n), 0);
-    testsite_log_free(v, n);
-    return n;
+    return crawlrun_log_lines(&site);
 }
 
 static void assert_same(const set *want, const set *got)
 {
-    int bad = 0;
-    for (size_t i = 0; i < want->n; i++)
-        if (!set_has(got, want->v[i]) && bad++ < 10)
-            print_error("expected but not fetched: %s\n", want->v[i]);
-    for (size_t i = 0; i < got->n; i++)
-        if (!set_has(want, got->v[i]) && bad++ < 20)
-            print_error("fetched but not expected: %s\n", got->v[i]);
+    size_t bad = urlset_diff(want, got);
     if (bad)
-        fail_msg("%d differences between the expected and the fetched set", bad);
+        fail_msg("%zu differences between the expected and the fetched set", bad);
 }
 
 static int run_crawl(const char *cfg, cr_buf *err)
@@ -353,8 +255,8 @@ static void full_crawl_fetches_the_exact_set_once(void **state)
     assert_memory_equal(strstr(out.data, "dedup:\n"), dedup, strlen(dedup));
     cr_buf_release(&out);
     cr_buf_release(&err);
-    set_free(&want);
-    set_free(&got);
+    urlset_free(&want);
+    urlset_free(&got);
 }
 
 /* domain, prefix and any: each fetches exactly the site's answer. */
@@ -384,8 +286,8 @@ static void every_scope_fetches_its_exact_set(void **state)
         fetched_since(from, &got, NULL);
         print_message("scope %s: %zu URLs expected, %zu fetched\n", cases[k].scope, want.n, got.n);
         assert_same(&want, &got);
-        set_free(&want);
-        set_free(&got);
+        urlset_free(&want);
+        urlset_free(&got);
         cr_buf_release(&err);
     }
 }
@@ -427,7 +329,7 @@ static void css_requisites_fetch_the_exact_set(void **state)
         assert_int_equal(want.n, cases[k].want); /* the site's answer is what we think */
         char font[128];
         snprintf(font, sizeof font, "http://b.test:%d/replay/font.woff2", site.port);
-        assert_int_equal(set_has(&got, font), k == 0);
+        assert_int_equal(urlset_has(&got, font), k == 0);
         /* the figures say so too */
         cr_buf out;
         cr_buf_init(&out, 0);
@@ -457,8 +359,8 @@ static void css_requisites_fetch_the_exact_set(void **state)
         assert_non_null(strstr(err.data, "requisites: "));
         json_decref(j);
         cr_buf_release(&out);
-        set_free(&want);
-        set_free(&got);
+        urlset_free(&want);
+        urlset_free(&got);
         cr_buf_release(&err);
     }
 }
@@ -493,7 +395,7 @@ static void wacz_packages(void **state)
     cr_buf_release(&out);
 
     char pkg[300];
-    snprintf(pkg, sizeof pkg, "%s/site.wacz", workdir);
+    snprintf(pkg, sizeof pkg, "%s", crawlrun_path("site.wacz", NULL));
     cr_buf_init(&out, 0);
     cr_buf_init(&err, 0);
     assert_int_equal(proc_crawld((const char *const[]){ "wacz", "-c", cfg, "-o", pkg, NULL }, NULL,
@@ -564,7 +466,7 @@ static void archive_reads_back_with_warcio(void **state)
     assert_int_equal(json_integer_value(json_object_get(j, "cdxj_lines")),
                      json_integer_value(json_object_get(j, "cdxj_ok")));
     json_decref(j);
-    set_free(&got);
+    urlset_free(&got);
     cr_buf_release(&out);
     cr_buf_release(&cerr);
     cr_buf_release(&err);
@@ -628,32 +530,18 @@ static void second_run_fetches_nothing_again(void **state)
     for (size_t i = 0; i < got.n; i++)
         if (strstr(got.v[i], "/robots.txt") == NULL)
             fail_msg("fetched again on resume: %s", got.v[i]);
-    set_free(&got);
+    urlset_free(&got);
     cr_buf_release(&err);
 }
 
-/* Starts crawld in the background with stderr to a file. */
+/* Starts crawld in the background with stderr appended to a file. */
 static pid_t spawn_crawl(const char *cfg, const char *errfile)
 {
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fe = open(errfile, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        int fn = open("/dev/null", O_RDWR);
-        dup2(fn, 0);
-        dup2(fn, 1);
-        dup2(fe, 2);
-        execl(proc_crawld_path(), "crawld", "run", "-c", cfg, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
+    return crawlrun_spawn(NULL, (const char *const[]){ "run", "-c", cfg, NULL }, errfile,
+                          CRAWLRUN_APPEND, NULL);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
-}
+#define sleep_ms crawlrun_sleep_ms
 
 /* Waits until the site logged `more` requests since `from` (or 20 s). */
 static void wait_requests(size_t from, size_t more)
@@ -662,19 +550,7 @@ static void wait_requests(size_t from, size_t more)
         sleep_ms(10);
 }
 
-static int wait_exit(pid_t pid)
-{
-    int status;
-    for (int i = 0; i < 6000; i++) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        sleep_ms(10);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    fail_msg("crawld did not exit within 60 s");
-    return -1;
-}
+#define wait_exit crawlrun_wait_exit
 
 /* Runs the crawl of cfg to its end (its stderr in err), checks that the
  * site's requests since log line `from` are exactly the expected set, and
@@ -687,8 +563,8 @@ static size_t resume_to_the_end(const char *cfg, size_t from, cr_buf *err)
     size_t dups = 0;
     fetched_since(from, &got, &dups);
     assert_same(&want, &got);
-    set_free(&want);
-    set_free(&got);
+    urlset_free(&want);
+    urlset_free(&got);
     return dups;
 }
 
@@ -696,8 +572,7 @@ static void sigterm_stops_cleanly_and_resume_completes(void **state)
 {
     (void)state;
     const char *cfg = write_config("term", state_dir("term"), NULL);
-    char errfile[256];
-    snprintf(errfile, sizeof errfile, "%s/term.err", workdir);
+    const char *errfile = crawlrun_path("term", ".err");
     size_t from = log_lines();
     pid_t pid = spawn_crawl(cfg, errfile);
     wait_requests(from, 60);
@@ -708,26 +583,6 @@ static void sigterm_stops_cleanly_and_resume_completes(void **state)
     size_t dups = resume_to_the_end(cfg, from, &err);
     assert_int_equal(dups, 0); /* a graceful stop loses and repeats nothing */
     cr_buf_release(&err);
-}
-
-/* Sums the "crawld: the last run ...: N URLs had been requested without
- * their outcome being stored" figures in text; *lines gets how many such
- * lines there were (may be NULL). */
-static long in_flight_reported_n(const char *text, int *lines)
-{
-    long sum = 0;
-    int k = 0;
-    for (const char *p = text; (p = strstr(p, "crawld: the last run ")) != NULL; p++) {
-        const char *q = strstr(p + strlen("crawld: the last run "), ": ");
-        long n;
-        if (q && sscanf(q, ": %ld URLs had been requested without their outcome", &n) == 1) {
-            sum += n;
-            k++;
-        }
-    }
-    if (lines)
-        *lines = k;
-    return sum;
 }
 
 /* The seed of the kill points: CRAWLD_TEST_SEED when set (to replay a
@@ -753,8 +608,8 @@ static void kill_three_times(const char *name, const char *commit_ms)
 {
     cfgopts o = { .commit_ms = commit_ms };
     const char *cfg = write_config(name, state_dir(name), &o);
-    char errfile[256];
-    snprintf(errfile, sizeof errfile, "%s/%s.err", workdir, name);
+    char errfile[300];
+    snprintf(errfile, sizeof errfile, "%s", crawlrun_path(name, ".err"));
     size_t from = log_lines();
     unsigned seed = kill_seed();
     print_message("%s: kill points from seed %u (replay with CRAWLD_TEST_SEED=%u)\n", name, seed,
@@ -765,22 +620,15 @@ static void kill_three_times(const char *name, const char *commit_ms)
         pid_t pid = spawn_crawl(cfg, errfile);
         wait_requests(now, 10 + (size_t)(rand_r(&seed) % 40));
         kill(pid, SIGKILL);
-        int status;
-        waitpid(pid, &status, 0);
-        killed += WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        killed += crawlrun_wait_exit(pid) == 128 + SIGKILL;
     }
     cr_buf err;
     cr_buf_init(&err, 0);
     size_t dups = resume_to_the_end(cfg, from, &err);
     /* only URLs in flight at a kill are fetched again, and crawld says so */
-    FILE *f = fopen(errfile, "r");
-    static char text[1 << 20];
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    text[n] = '\0';
-    if (f)
-        fclose(f);
     int l1 = 0, l2 = 0;
-    long reported = in_flight_reported_n(text, &l1) + in_flight_reported_n(err.data, &l2);
+    long reported = crawlrun_refetch_reported(crawlrun_slurp(errfile), &l1) +
+                    crawlrun_refetch_reported(err.data, &l2);
     print_message("%s: %zu URLs fetched twice, %ld reported in flight at the kills\n", name, dups,
                   reported);
     if (l1 + l2 < killed)
@@ -880,27 +728,13 @@ static pid_t start_daemon(const char *name, const char *token, char *addr)
 {
     cfgopts o = { .daemon = true, .listen = "127.0.0.1:0", .token = token };
     const char *cfg = write_config(name, state_dir(name), &o);
-    char text[4096];
-    size_t n;
-    FILE *f;
-    char errfile[256];
-    snprintf(errfile, sizeof errfile, "%s/%s.err", workdir, name);
+    const char *errfile = crawlrun_path(name, ".err");
     pid_t pid = spawn_crawl(cfg, errfile);
-    for (int i = 0; i < 1000; i++) {
-        f = fopen(errfile, "r");
-        if (f) {
-            n = fread(text, 1, sizeof text - 1, f);
-            text[n] = '\0';
-            fclose(f);
-            char *p = strstr(text, "control API on ");
-            if (p && sscanf(p, "control API on %63[0-9.:]", addr) == 1)
-                return pid;
-        }
-        sleep_ms(10);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    fail_msg("the daemon printed no control address: %s", text);
+    const char *p = crawlrun_await(pid, errfile, "control API on ", 10000);
+    if (p && sscanf(p, "control API on %63[0-9.:]", addr) == 1)
+        return pid;
+    crawlrun_wait(pid, 0); /* kills it unless it has ended */
+    fail_msg("the daemon printed no control address: %s", crawlrun_slurp(errfile));
     return -1;
 }
 

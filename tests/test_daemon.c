@@ -35,11 +35,10 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
+#include "tests/support/crawlrun.h"
 #include "tests/support/proc.h"
 
 #define IDLE 500
-
-static char workdir[128];
 
 static int group_setup(void **state)
 {
@@ -49,23 +48,18 @@ static int group_setup(void **state)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    snprintf(workdir, sizeof workdir, "/tmp/crawld-test-daemon-XXXXXX");
-    return mkdtemp(workdir) == NULL ? -1 : 0;
+    return crawlrun_setup("daemon");
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    const char *argv[] = { "/bin/rm", "-rf", workdir, NULL };
-    proc_run(argv, NULL, 0, NULL, NULL);
+    crawlrun_teardown();
     return 0;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
+#define sleep_ms crawlrun_sleep_ms
+#define slurp crawlrun_slurp
 
 typedef struct crawld_proc {
     pid_t pid;
@@ -79,71 +73,50 @@ typedef struct crawld_proc {
  * "") go into [control]. */
 static void configure(crawld_proc *d, const char *name, const char *control)
 {
-    snprintf(d->dir, sizeof d->dir, "%s/%s", workdir, name);
-    snprintf(d->cfg, sizeof d->cfg, "%s/%s.toml", workdir, name);
-    snprintf(d->errfile, sizeof d->errfile, "%s/%s.err", workdir, name);
-    FILE *f = fopen(d->cfg, "w");
-    assert_non_null(f);
-    fprintf(f, "[crawl]\nseeds = []\ndaemon = true\n[dedup]\nexpected_urls = 1000\n"
-               "[storage]\nstate_dir = \"%s\"\n[control]\n%s\n",
-            d->dir, control);
-    fclose(f);
+    snprintf(d->dir, sizeof d->dir, "%s", crawlrun_path(name, NULL));
+    snprintf(d->errfile, sizeof d->errfile, "%s", crawlrun_path(name, ".err"));
+    snprintf(d->cfg, sizeof d->cfg, "%s",
+             crawlrun_config(name,
+                             "[crawl]\nseeds = []\ndaemon = true\n[dedup]\nexpected_urls = 1000\n"
+                             "[storage]\nstate_dir = \"%s\"\n[control]\n%s\n",
+                             d->dir, control));
 }
 
-static char *slurp(const char *path)
-{
-    static char text[65536];
-    text[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(text, 1, sizeof text - 1, f);
-        text[n] = '\0';
-        fclose(f);
-    }
-    return text;
-}
-
-/* Starts crawld run; with journal, its stderr is taken for the journal
+/* In the child of a journal run: its stderr is taken for the journal
  * stream ($JOURNAL_STREAM names the file's device and inode, as systemd
  * does for a service's stream). */
+static void as_journal(void)
+{
+    struct stat st;
+    char js[64];
+    if (fstat(2, &st) == 0) {
+        snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino);
+        setenv("JOURNAL_STREAM", js, 1);
+    }
+}
+
+static void not_journal(void)
+{
+    unsetenv("JOURNAL_STREAM");
+}
+
+/* Starts crawld run; with journal, as a journal stream's service. */
 static void spawn(crawld_proc *d, bool journal)
 {
-    d->pid = fork();
-    assert_true(d->pid >= 0);
-    if (d->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int fe = open(d->errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fn = open("/dev/null", O_RDWR);
-        dup2(fn, 0);
-        dup2(fn, 1);
-        dup2(fe, 2);
-        struct stat st;
-        char js[64];
-        if (journal && fstat(2, &st) == 0) {
-            snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)st.st_dev,
-                     (unsigned long long)st.st_ino);
-            setenv("JOURNAL_STREAM", js, 1);
-        } else {
-            unsetenv("JOURNAL_STREAM");
-        }
-        execl(proc_crawld_path(), "crawld", "run", "-c", d->cfg, (char *)NULL);
-        _exit(127);
-    }
+    d->pid = crawlrun_spawn(NULL, (const char *const[]){ "run", "-c", d->cfg, NULL }, d->errfile,
+                            0, journal ? as_journal : not_journal);
 }
 
 /* Starts the daemon and waits for it to say where its API is. */
 static void start_as(crawld_proc *d, bool journal)
 {
     spawn(d, journal);
-    for (int i = 0; i < 3000; i++) {
-        char *p = strstr(slurp(d->errfile), "control API on ");
-        if (p && sscanf(p, "control API on %4299s", d->where) == 1)
-            return;
-        int status;
-        if (waitpid(d->pid, &status, WNOHANG) == d->pid)
-            fail_msg("crawld exited early: %s", slurp(d->errfile));
-        sleep_ms(10);
-    }
+    const char *p = crawlrun_await(d->pid, d->errfile, "control API on ", 30000);
+    if (p && sscanf(p, "control API on %4299s", d->where) == 1)
+        return;
+    if (p == NULL && kill(d->pid, 0) != 0)
+        fail_msg("crawld exited early: %s", slurp(d->errfile));
     kill(d->pid, SIGKILL);
     waitpid(d->pid, NULL, 0);
     fail_msg("the daemon printed no control address: %s", slurp(d->errfile));
@@ -156,16 +129,7 @@ static void start(crawld_proc *d)
 
 static int wait_exit(crawld_proc *d)
 {
-    int status;
-    for (int i = 0; i < 6000; i++) {
-        if (waitpid(d->pid, &status, WNOHANG) == d->pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        sleep_ms(10);
-    }
-    kill(d->pid, SIGKILL);
-    waitpid(d->pid, &status, 0);
-    fail_msg("crawld did not exit within 60 s");
-    return -1;
+    return crawlrun_wait_exit(d->pid);
 }
 
 /* Runs bin/crawld with args (NULL-ended); returns its exit code. */

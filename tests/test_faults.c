@@ -27,12 +27,12 @@
 #include <sqlite3.h>
 
 #include "common/buf.h"
+#include "tests/support/crawlrun.h"
 #include "tests/support/proc.h"
 #include "tests/support/testsite.h"
 #include "tests/support/urlset.h"
 
 static testsite site;
-static char workdir[128];
 static unsigned seed;
 
 #define PAGES "40"
@@ -49,8 +49,7 @@ static int group_setup(void **state)
     seed = s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
     print_message("test_faults: seed %u (CRAWLD_TEST_SEED=%u replays it)\n", seed, seed);
     srand(seed);
-    snprintf(workdir, sizeof workdir, "/tmp/crawld-test-faults-XXXXXX");
-    if (mkdtemp(workdir) == NULL)
+    if (crawlrun_setup("faults") != 0)
         return -1;
     return testsite_start(&site, site_args);
 }
@@ -59,8 +58,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     testsite_stop(&site);
-    const char *argv[] = { "/bin/rm", "-rf", workdir, NULL };
-    proc_run(argv, NULL, 0, NULL, NULL);
+    crawlrun_teardown();
     return 0;
 }
 
@@ -70,13 +68,9 @@ static const char *faults_bin(void)
     return b ? b : "bin/crawld-faults";
 }
 
-static char *path_in(const char *name)
+static const char *path_in(const char *name)
 {
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", workdir, name);
-    return p[k];
+    return crawlrun_path(name, NULL);
 }
 
 /* A config for this site with state in state_dir, seeded at seed_host
@@ -85,12 +79,9 @@ static char *path_in(const char *name)
 static const char *config(const char *name, const char *state_dir, const char *seed_host,
                           const char *seed_target, const char *storage)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s.toml", workdir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
     int p = site.port;
-    fprintf(f,
+    return crawlrun_config(
+            name,
             "[crawl]\nseeds = [\"http://%s:%d%s\"]\nscope = \"host\"\nmax_depth = 5\n"
             "[fetch]\nresolve = [\"a.test:%d:127.0.0.1\", \"b.test:%d:127.0.0.1\", "
             "\"c.test:%d:127.0.0.1\", \"d.test:%d:127.0.0.1\"]\n"
@@ -102,8 +93,6 @@ static const char *config(const char *name, const char *state_dir, const char *s
             "[control]\nlisten = \"\"\n",
             seed_host ? seed_host : "a.test", p, seed_target ? seed_target : "/", p, p, p, p,
             state_dir, storage ? storage : "");
-    fclose(f);
-    return path;
 }
 
 /* ---- sets of URLs ------------------------------------------------------ */
@@ -137,11 +126,7 @@ static void expected(set *out, const char *seed_target)
 
 static size_t log_lines(void)
 {
-    testsite_req *v;
-    size_t n;
-    assert_int_equal(testsite_log_read(&site, &v, &n), 0);
-    testsite_log_free(v, n);
-    return n;
+    return crawlrun_log_lines(&site);
 }
 
 /* The keys of the URLs requested since log line `from`; *dups gets how many
@@ -162,14 +147,7 @@ static void assert_same(const set *want, const set *got)
  * outcome being stored" figures of text. */
 static long refetch_reported(const char *text)
 {
-    long sum = 0;
-    for (const char *p = text; p && (p = strstr(p, "crawld: the last run ")) != NULL; p++) {
-        const char *q = strstr(p + strlen("crawld: the last run "), ": ");
-        long n;
-        if (q && sscanf(q, ": %ld URLs had been requested", &n) == 1)
-            sum += n;
-    }
-    return sum;
+    return crawlrun_refetch_reported(text, NULL);
 }
 
 /* Runs prog (crawld or crawld-faults) with args and CRAWLD_FAULTS = faults
@@ -201,7 +179,7 @@ static int crawl_once(const char *faults, const char *cfg, cr_buf *err)
 
 static const char *const codes[] = { "full", "ioerr", "busy" };
 
-static void sleep_ms(long ms);
+#define sleep_ms crawlrun_sleep_ms
 
 /* ---- tests ------------------------------------------------------------- */
 
@@ -297,8 +275,7 @@ static void sigterm_during_a_stall_gives_up_and_resume_completes(void **state)
     set want = { 0 };
     expected(&want, "/");
     const char *cfg = config("termstall", path_in("termstall"), NULL, NULL, NULL);
-    char errfile[300];
-    snprintf(errfile, sizeof errfile, "%s/termstall.err", workdir);
+    const char *errfile = crawlrun_path("termstall", ".err");
     size_t from = log_lines();
     char spec[64];
     /* An early transaction: how many a crawl of this site takes depends on
@@ -306,51 +283,18 @@ static void sigterm_during_a_stall_gives_up_and_resume_completes(void **state)
      * more), and a fault past the last one would never fire. */
     snprintf(spec, sizeof spec, "%d:full:1000000", 1 + rand() % 3);
     print_message("  CRAWLD_FAULTS=%s\n", spec);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fe = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fn = open("/dev/null", O_RDWR);
-        dup2(fn, 0);
-        dup2(fn, 1);
-        dup2(fe, 2);
-        setenv("CRAWLD_FAULTS", spec, 1);
-        execl(faults_bin(), "crawld", "run", "-c", cfg, (char *)NULL);
-        _exit(127);
-    }
-    static char text[1 << 16];
-    bool paused = false;
-    int status0 = 0;
-    for (int i = 0; i < 3000 && !paused; i++) {
-        FILE *f = fopen(errfile, "r");
-        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-        text[n] = '\0';
-        if (f)
-            fclose(f);
-        paused = strstr(text, "fetching paused") != NULL;
-        if (!paused && waitpid(pid, &status0, WNOHANG) == pid)
-            fail_msg("crawld ended before the fault stalled it:\n%s", text);
-        if (!paused)
-            sleep_ms(10);
-    }
+    setenv("CRAWLD_FAULTS", spec, 1);
+    pid_t pid = crawlrun_spawn(faults_bin(), (const char *const[]){ "run", "-c", cfg, NULL },
+                               errfile, 0, NULL);
+    unsetenv("CRAWLD_FAULTS");
+    bool paused = crawlrun_await(pid, errfile, "fetching paused", 30000) != NULL;
+    if (!paused && kill(pid, 0) != 0)
+        fail_msg("crawld ended before the fault stalled it:\n%s", crawlrun_slurp(errfile));
     kill(pid, SIGTERM);
-    int status = 0, rc = -1;
-    for (int i = 0; i < 3000 && rc < 0; i++) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        else
-            sleep_ms(10);
-    }
-    if (rc < 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
+    int rc = crawlrun_wait(pid, 30000);
+    if (rc < 0)
         fail_msg("crawld did not stop within 30 s of SIGTERM during a stall");
-    }
-    FILE *f = fopen(errfile, "r");
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    text[n] = '\0';
-    if (f)
-        fclose(f);
+    const char *text = crawlrun_slurp(errfile);
     assert_true(paused);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(text, "stopping while the store fails"));
@@ -464,12 +408,6 @@ static void dedup_state_under_faults(void **state)
 
 /* ---- a real full filesystem --------------------------------------------- */
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
-}
-
 /* Fills the filesystem of dir with dir/filler until it is full. */
 static void fill(const char *dir)
 {
@@ -500,7 +438,8 @@ static void real_full_disk_pauses_and_resumes(void **state)
         print_message("  skipped: mounting a tmpfs needs root\n");
         skip();
     }
-    char *mnt = path_in("tmpfs");
+    char mnt[256];
+    snprintf(mnt, sizeof mnt, "%s", path_in("tmpfs"));
     assert_int_equal(mkdir(mnt, 0700), 0);
     if (mount("none", mnt, "tmpfs", 0, "size=24m") != 0) {
         print_message("  skipped: cannot mount a tmpfs here: %s\n", strerror(errno));
@@ -510,22 +449,12 @@ static void real_full_disk_pauses_and_resumes(void **state)
     char sd[300];
     snprintf(sd, sizeof sd, "%s/state", mnt);
     const char *cfg = config("fulldisk", sd, NULL, NULL, NULL);
-    char errfile[300];
-    snprintf(errfile, sizeof errfile, "%s/fulldisk.err", workdir);
+    const char *errfile = crawlrun_path("fulldisk", ".err");
     set want = { 0 };
     expected(&want, "/");
     size_t from = log_lines();
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fe = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fn = open("/dev/null", O_RDWR);
-        dup2(fn, 0);
-        dup2(fn, 1);
-        dup2(fe, 2);
-        execl(proc_crawld_path(), "crawld", "run", "-c", cfg, (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = crawlrun_spawn(NULL, (const char *const[]){ "run", "-c", cfg, NULL }, errfile, 0,
+                               NULL);
     for (int i = 0; i < 2000 && log_lines() < from + 40; i++)
         sleep_ms(10);
     fill(mnt);
@@ -534,24 +463,8 @@ static void real_full_disk_pauses_and_resumes(void **state)
     sleep_ms(1000);
     size_t after = log_lines();
     unfill(mnt);
-    int status = 0, rc = -1;
-    for (int i = 0; i < 6000; i++) {
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            break;
-        }
-        sleep_ms(10);
-    }
-    if (rc < 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
-    FILE *f = fopen(errfile, "r");
-    static char text[1 << 16];
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    text[n] = '\0';
-    if (f)
-        fclose(f);
+    int rc = crawlrun_wait(pid, 60000);
+    const char *text = crawlrun_slurp(errfile);
     umount2(mnt, MNT_DETACH);
     rmdir(mnt);
     print_message("  %zu requests while the disk was full (second second), exit %d\n",

@@ -14,47 +14,36 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "tests/support/crawlrun.h"
 #include "tests/support/proc.h"
 #include "tests/support/testsite.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #define PAGES "60"
 
-static char workdir[128];
 static testsite site;
 static int port;
 
 static int group_setup(void **state)
 {
     (void)state;
-    snprintf(workdir, sizeof workdir, "/tmp/crawld-test-recrawl-XXXXXX");
-    return mkdtemp(workdir) ? 0 : -1;
+    return crawlrun_setup("recrawl");
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
     testsite_stop(&site);
-    const char *argv[] = { "/bin/rm", "-rf", workdir, NULL };
-    proc_run(argv, NULL, 0, NULL, NULL);
+    crawlrun_teardown();
     return 0;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
-}
+#define sleep_ms crawlrun_sleep_ms
 
 /* (Re)starts the site at epoch e (on the first port once there is one). */
 static void site_at(int e, const char *latency_ms)
@@ -73,37 +62,20 @@ static void site_at(int e, const char *latency_ms)
 
 static const char *write_config(const char *name, const char *recrawl)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s.toml", workdir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f,
+    return crawlrun_config(
+            name,
             "[crawl]\nseeds = [\"http://a.test:%d/\", \"http://b.test:%d/\"]\nscope = \"domain\"\n"
             "[archive]\nwarc = true\n"
             "[fetch]\nresolve = [\"a.test:%d:127.0.0.1\", \"b.test:%d:127.0.0.1\"]\n"
             "timeout_ms = 5000\nconnections = 8\n"
             "[politeness]\ndelay_ms = 0\ndelay_factor = 0.0\nobey_robots = false\n"
             "[storage]\nstate_dir = \"%s/%s\"\n[control]\nlisten = \"\"\n[recrawl]\n%s\n",
-            port, port, port, port, workdir, name, recrawl);
-    fclose(f);
-    return path;
+            port, port, port, port, crawlrun_dir(), name, recrawl);
 }
 
 static void run_ok(const char *cfg, const char *const *extra)
 {
-    const char *args[16] = { "run", "-c", cfg };
-    int n = 3;
-    for (; extra && *extra && n < 15; extra++)
-        args[n++] = *extra;
-    args[n] = NULL;
-    cr_buf out, err;
-    cr_buf_init(&out, 0);
-    cr_buf_init(&err, 0);
-    int rc = proc_crawld(args, NULL, &out, &err);
-    if (rc != 0)
-        fail_msg("crawld run exited %d: %s", rc, err.data ? err.data : "");
-    cr_buf_release(&out);
-    cr_buf_release(&err);
+    crawlrun_run_ok(cfg, extra, NULL);
 }
 
 /* The site's log: GET requests other than robots.txt, from line `from`. */
@@ -129,8 +101,7 @@ static size_t count_target(const reqs *r, const char *host, const char *target, 
 
 static int64_t sql_int(const char *state, const char *sql)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s/crawld.db", workdir, state);
+    const char *path = crawlrun_path(state, "/crawld.db");
     sqlite3 *c = NULL;
     sqlite3_stmt *s = NULL;
     int64_t v = -1;
@@ -198,7 +169,8 @@ static void check_row(void *ud, const char *url)
 static void warcio_ok(const char *state, long *not_modified_ok)
 {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "sh tests/warc/check.sh %s/%s/warc/*.warc.gz", workdir, state);
+    snprintf(cmd, sizeof cmd, "sh tests/warc/check.sh %s/warc/*.warc.gz",
+             crawlrun_path(state, NULL));
     const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
     cr_buf out, err;
     cr_buf_init(&out, 0);
@@ -274,11 +246,11 @@ static void epoch_one_recrawl(void **state)
     assert_int_equal(sql_int("e1", "SELECT count(*) FROM urls WHERE changes > 0"),
                      (int64_t)nchanged);
     /* the figures say the same (crawld stats --json) */
-    char sd[256];
-    snprintf(sd, sizeof sd, "%s/e1", workdir);
     cr_buf out;
     cr_buf_init(&out, 0);
-    assert_int_equal(proc_crawld((const char *const[]){ "stats", "--state", sd, "--json", NULL },
+    assert_int_equal(proc_crawld((const char *const[]){ "stats", "--state",
+                                                        crawlrun_path("e1", NULL), "--json",
+                                                        NULL },
                                  NULL, &out, NULL),
                      0);
     char want[256];
@@ -360,36 +332,16 @@ static void sigkill_during_recrawl(void **state)
     read_log(&r0);
     site_at(1, "5"); /* slower answers: the kill lands mid-crawl */
     sleep_ms(1100);
-    char errfile[256];
-    snprintf(errfile, sizeof errfile, "%s/kill.err", workdir);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fe = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fn = open("/dev/null", O_RDWR);
-        dup2(fn, 0);
-        dup2(fn, 1);
-        dup2(fe, 2);
-        execl(proc_crawld_path(), "crawld", "run", "-c", cfg, "--set", "recrawl.after_s=3600",
-              (char *)NULL);
-        _exit(127);
-    }
+    const char *args[] = { "run", "-c", cfg, "--set", "recrawl.after_s=3600", NULL };
+    pid_t pid = crawlrun_spawn(NULL, args, crawlrun_path("kill", ".err"), 0, NULL);
     for (int i = 0; i < 2000 && log_lines() < r0.n / 2; i++)
         sleep_ms(5);
     kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
+    crawlrun_wait_exit(pid);
     cr_buf err;
     cr_buf_init(&err, 0);
-    const char *args[] = { "run", "-c", cfg, "--set", "recrawl.after_s=3600", NULL };
     assert_int_equal(proc_crawld(args, NULL, NULL, &err), 0);
-    long again = 0;
-    for (const char *p = err.data; p && (p = strstr(p, "crawld: the last run ")) != NULL; p++) {
-        const char *q = strstr(p + strlen("crawld: the last run "), ": ");
-        long n;
-        if (q && sscanf(q, ": %ld URLs had been requested", &n) == 1)
-            again += n;
-    }
+    long again = crawlrun_refetch_reported(err.data, NULL);
     reqs r1;
     read_log(&r1);
     size_t missing = 0, twice = 0;
@@ -421,17 +373,11 @@ static void daemon_serves_due_rows(void **state)
     (void)state;
     site_at(0, NULL);
     const char *cfg = write_config("dm", "after_s = 1");
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fn = open("/dev/null", O_RDWR);
-        dup2(fn, 0);
-        dup2(fn, 1);
-        dup2(fn, 2);
-        execl(proc_crawld_path(), "crawld", "run", "-c", cfg, "--set", "crawl.daemon=true",
-              "--set", "control.listen=\"unix\"", (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = crawlrun_spawn(NULL,
+                               (const char *const[]){ "run", "-c", cfg, "--set",
+                                                      "crawl.daemon=true", "--set",
+                                                      "control.listen=\"unix\"", NULL },
+                               NULL, 0, NULL);
     /* until most pages came back at least once (20 s at most: sanitizer
      * builds are slow) */
     for (int i = 0; i < 100; i++) {
@@ -444,14 +390,11 @@ static void daemon_serves_due_rows(void **state)
             break;
     }
     /* stopped through the control API (POST /v1/shutdown) */
-    char sd[256];
-    snprintf(sd, sizeof sd, "%s/dm", workdir);
-    assert_int_equal(proc_crawld((const char *const[]){ "shutdown", "--state", sd, NULL }, NULL,
-                                 NULL, NULL),
+    assert_int_equal(proc_crawld((const char *const[]){ "shutdown", "--state",
+                                                        crawlrun_path("dm", NULL), NULL },
+                                 NULL, NULL, NULL),
                      0);
-    int status;
-    waitpid(pid, &status, 0);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_int_equal(crawlrun_wait_exit(pid), 0);
     reqs r;
     read_log(&r);
     size_t again = 0, early = 0;

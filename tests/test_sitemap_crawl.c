@@ -21,13 +21,12 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
-#include "crawler/web/url.h"
+#include "tests/support/crawlrun.h"
 #include "tests/support/proc.h"
 #include "tests/support/testsite.h"
 #include "tests/support/urlset.h"
 
 static testsite site;
-static char workdir[128];
 
 #define PAGES "20"
 #define HOSTS "3"
@@ -39,8 +38,7 @@ static const char *const site_args[] = { "--pages", PAGES, "--hosts", HOSTS, "--
 static int group_setup(void **state)
 {
     (void)state;
-    snprintf(workdir, sizeof workdir, "/tmp/crawld-test-sitemap-XXXXXX");
-    if (mkdtemp(workdir) == NULL)
+    if (crawlrun_setup("sitemap") != 0)
         return -1;
     return testsite_start(&site, site_args);
 }
@@ -49,26 +47,20 @@ static int group_teardown(void **state)
 {
     (void)state;
     testsite_stop(&site);
-    const char *argv[] = { "/bin/rm", "-rf", workdir, NULL };
-    proc_run(argv, NULL, 0, NULL, NULL);
+    crawlrun_teardown();
     return 0;
 }
 
-static char *state_dir(const char *name)
+static const char *state_dir(const char *name)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", workdir, name);
-    return path;
+    return crawlrun_path(name, NULL);
 }
 
 /* A config for the site on port p; sitemaps on or off. Returns its path. */
 static const char *write_config_on(int p, const char *name, bool sitemaps, bool warc)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s.toml", workdir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f,
+    return crawlrun_config(
+            name,
             "[crawl]\nseeds = [\"http://a.test:%d/\"]\nmax_depth = %s\n"
             "[sitemaps]\nenabled = %s\n"
             "[archive]\nwarc = %s\n"
@@ -78,8 +70,6 @@ static const char *write_config_on(int p, const char *name, bool sitemaps, bool 
             "[storage]\nstate_dir = \"%s\"\n[control]\nlisten = \"\"\n",
             p, MAX_DEPTH, sitemaps ? "true" : "false", warc ? "true" : "false", p, p, p,
             state_dir(name));
-    fclose(f);
-    return path;
 }
 
 static const char *write_config(const char *name, bool sitemaps, bool warc)
@@ -110,39 +100,17 @@ static void expected(urlset *out, bool with_sitemaps)
 
 static size_t log_lines(void)
 {
-    testsite_req *v;
-    size_t n;
-    assert_int_equal(testsite_log_read(&site, &v, &n), 0);
-    testsite_log_free(v, n);
-    return n;
+    return crawlrun_log_lines(&site);
 }
 
-/* The keys of what the log shows requested since line `from`; *dups: keys
- * requested more than once. */
+/* The keys of what the log shows requested since line `from` (into an
+ * empty set); *dups: requests that repeated a key, whatever the answer. */
 static void fetched_since(size_t from, urlset *fetched, size_t *dups)
 {
-    testsite_req *v;
-    size_t n;
-    assert_int_equal(testsite_log_read(&site, &v, &n), 0);
-    url_canon *uc = url_canon_new(NULL);
-    assert_non_null(uc);
-    cr_buf key;
-    cr_buf_init(&key, 0);
-    size_t total = 0;
-    for (size_t i = from; i < n; i++) {
-        char raw[4096];
-        url_reject why;
-        snprintf(raw, sizeof raw, "http://%s:%d%s", v[i].host, site.port, v[i].target);
-        assert_int_equal(url_canon_resolve(uc, NULL, 0, raw, strlen(raw), &key, &why), 0);
-        urlset_add(fetched, key.data);
-        total++;
-    }
-    cr_buf_release(&key);
-    url_canon_free(uc);
-    urlset_sort(fetched, NULL);
+    long n = urlset_fetched_since(&site, from, fetched, NULL, NULL);
+    assert_true(n >= 0);
     if (dups)
-        *dups = total - fetched->n;
-    testsite_log_free(v, n);
+        *dups = (size_t)n - from - fetched->n;
 }
 
 static void assert_same(const urlset *want, const urlset *got)
@@ -164,18 +132,7 @@ static char *url(const char *target)
 /* crawld stats --json of a state, parsed. */
 static json_t *stats_json(const char *name)
 {
-    cr_buf out;
-    cr_buf_init(&out, 0);
-    assert_int_equal(proc_crawld((const char *const[]){ "stats", "--state", state_dir(name),
-                                                        "--json", NULL },
-                                 NULL, &out, NULL),
-                     0);
-    json_error_t jerr;
-    json_t *j = json_loads(out.data, 0, &jerr);
-    if (j == NULL)
-        fail_msg("stats --json is not JSON: %s", out.data);
-    cr_buf_release(&out);
-    return j;
+    return crawlrun_stats_json(state_dir(name));
 }
 
 static long long sm_get(const json_t *j, const char *k)
@@ -188,16 +145,14 @@ static long long sm_get(const json_t *j, const char *k)
 
 static void run_ok(const char *cfg, const char *const *sets, cr_buf *err)
 {
-    const char *argv[16] = { "run", "-c", cfg };
-    int n = 3;
+    const char *extra[16];
+    int n = 0;
     for (int i = 0; sets && sets[i] && n < 14; i++) {
-        argv[n++] = "--set";
-        argv[n++] = sets[i];
+        extra[n++] = "--set";
+        extra[n++] = sets[i];
     }
-    argv[n] = NULL;
-    int rc = proc_crawld(argv, NULL, NULL, err);
-    if (rc != 0)
-        fail_msg("crawld run exited %d: %s", rc, err->data);
+    extra[n] = NULL;
+    crawlrun_run_ok(cfg, extra, err);
     assert_non_null(strstr(err->data, "frontier drained"));
 }
 
@@ -265,8 +220,7 @@ static void crawl_finds_exactly_the_sitemap_only_pages(void **state)
         fail_msg("no parse error line \"%s\" in:\n%s", want, err.data);
 
     /* the report has the sitemaps card, with the same figures */
-    char rpath[300];
-    snprintf(rpath, sizeof rpath, "%s/report.html", workdir);
+    const char *rpath = crawlrun_path("report.html", NULL);
     assert_int_equal(proc_crawld((const char *const[]){ "report", "--state", state_dir("on"), "-o",
                                                         rpath, NULL },
                                  NULL, NULL, NULL),
@@ -404,10 +358,8 @@ static void later_lastmod_makes_a_known_page_due(void **state)
     json_t *j = stats_json("lastmod");
     assert_int_equal(sm_get(j, "lastmod_known"), 1); /* / is the only known page listed */
     json_decref(j);
+    size_t before = crawlrun_log_lines(&s2), n;
     testsite_req *v;
-    size_t before, n;
-    assert_int_equal(testsite_log_read(&s2, &v, &before), 0);
-    testsite_log_free(v, before);
     cr_buf_clear(&err);
     run_ok(cfg, NULL, &err);
     assert_int_equal(testsite_log_read(&s2, &v, &n), 0);
