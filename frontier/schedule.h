@@ -6,8 +6,10 @@
  * one-pass crawl). With adaptive on, the interval then follows what each
  * fetch found: changed -> half the last interval, unchanged -> twice it,
  * clamped to [min_s, max_s]; without it, always the base interval. A page
- * found gone (404/410 after a 200) is never due again; a failed fetch is not
- * rescheduled (its row is failed). Where the due times live: storage/db's
+ * found gone (404/410 after a 200) is never due again; a re-crawl that
+ * fails (no answer, or 5xx/429 to its last attempt: an outage) leaves the
+ * row failed with its interval, and it is due again one interval after the
+ * failure (storage/db's db_reader_due). Where the due times live: storage/db's
  * fetch history (db_record_history, db_reader_due; db_make_due is the hook
  * a sitemap's <lastmod> uses to make a known URL due now). Immutable after
  * schedule_new: any thread may call it. */

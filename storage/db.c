@@ -273,8 +273,8 @@ struct db {
 
 enum {
     RST_EXISTS, RST_MAXID, RST_SCAN, RST_Q_SAME, RST_Q_DEEPER, RST_QH_SAME,
-    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_ROW, RST_HIST, RST_DUE, RST_DUE_N,
-    RST_DUE_NEXT, RST_INTERVALS, RST_SCAN_LINKED, RST_STALE_QUEUED, RST_STAMPS, RST_COUNT
+    RST_QH_DEEPER, RST_HOSTS, RST_HOST1, RST_META, RST_ROW, RST_HIST, RST_DUE_FAILED, RST_DUE,
+    RST_DUE_N, RST_DUE_NEXT, RST_INTERVALS, RST_SCAN_LINKED, RST_STALE_QUEUED, RST_STAMPS, RST_COUNT
 };
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts, fetch_url"
@@ -307,13 +307,23 @@ static const char *const reader_sql[RST_COUNT] = {
     [RST_HIST] = "SELECT next_at, interval_s, etag, last_modified, digest, warc_id, warc_date,"
                  " gone, fetches, changes, http_status, fetched_at, size, warc_uri FROM urls"
                  " WHERE id = ?1",
+    /* a scheduled row whose re-crawl failed (no answer, or 5xx/429 to the
+     * last attempt) is due again one interval after that failure: its
+     * fetched_at; only a 404/410 makes a row gone (frontier/schedule.h) */
+#define FAILED_ROW "next_at IS NOT NULL AND state = 3 AND interval_s > 0"
+#define FAILED_AT "fetched_at + interval_s * 1000"
+    [RST_DUE_FAILED] = "SELECT " ROW_COLS " FROM urls WHERE " FAILED_ROW " AND " FAILED_AT
+                       " <= ?1 AND fetched_at < ?3 ORDER BY fetched_at LIMIT ?2",
     [RST_DUE] = "SELECT " ROW_COLS " FROM urls WHERE next_at IS NOT NULL AND state = 2"
                 " AND next_at <= ?1 AND (fetched_at IS NULL OR fetched_at < ?3)"
                 " ORDER BY next_at LIMIT ?2",
-    [RST_DUE_N] = "SELECT count(*) FROM urls WHERE next_at IS NOT NULL AND state IN (0, 1, 2)"
-                  " AND next_at <= ?1",
-    [RST_DUE_NEXT] = "SELECT min(next_at) FROM urls WHERE next_at IS NOT NULL AND state = 2"
-                     " AND next_at > ?1",
+    [RST_DUE_N] = "SELECT (SELECT count(*) FROM urls WHERE next_at IS NOT NULL"
+                  " AND state IN (0, 1, 2) AND next_at <= ?1) + (SELECT count(*) FROM urls"
+                  " WHERE " FAILED_ROW " AND " FAILED_AT " <= ?1)",
+    [RST_DUE_NEXT] = "SELECT min(t) FROM (SELECT min(next_at) AS t FROM urls"
+                     " WHERE next_at IS NOT NULL AND state = 2 AND next_at > ?1 UNION ALL"
+                     " SELECT min(" FAILED_AT ") FROM urls WHERE " FAILED_ROW " AND " FAILED_AT
+                     " > ?1)",
     [RST_INTERVALS] = "SELECT interval_s, count(*) FROM urls WHERE next_at IS NOT NULL"
                       " GROUP BY interval_s",
 };
@@ -2367,17 +2377,28 @@ static int queued_pass(sqlite3_stmt *s, const db_queued_query *q, db_row_fn cb, 
 int64_t db_reader_due(db_reader *rd, int64_t now_ms, int64_t fetched_before_ms, size_t max,
                       db_row_fn cb, void *ud)
 {
-    sqlite3_stmt *s = rd->st[RST_DUE];
-    db_queued_query q = { .max = max };
+    /* the failed rows first (few; their own sort), then the done rows in
+     * the due index's order */
+    static const int passes[2] = { RST_DUE_FAILED, RST_DUE };
     int64_t n = 0;
 
     if (cb == NULL)
         return -EINVAL;
-    sqlite3_bind_int64(s, 1, now_ms);
-    sqlite3_bind_int64(s, 2, max ? (int64_t)max : -1);
-    sqlite3_bind_int64(s, 3, fetched_before_ms > 0 ? fetched_before_ms : INT64_MAX);
-    int rc = queued_pass(s, &q, cb, ud, &n);
-    return rc < 0 ? rc : n;
+    for (int i = 0; i < 2; i++) {
+        sqlite3_stmt *s = rd->st[passes[i]];
+        db_queued_query q = { .max = max ? max - (size_t)n : 0 };
+        int64_t got = 0;
+        sqlite3_bind_int64(s, 1, now_ms);
+        sqlite3_bind_int64(s, 2, q.max ? (int64_t)q.max : -1);
+        sqlite3_bind_int64(s, 3, fetched_before_ms > 0 ? fetched_before_ms : INT64_MAX);
+        int rc = queued_pass(s, &q, cb, ud, &got);
+        n += got;
+        if (rc < 0)
+            return rc;
+        if (rc > 0 || (max > 0 && (size_t)n >= max))
+            break; /* cb stopped, or max reached */
+    }
+    return n;
 }
 
 int64_t db_reader_intervals(db_reader *rd, void (*cb)(void *ud, int64_t interval_s, int64_t rows),

@@ -432,16 +432,18 @@ typedef struct db_history_row {
 } db_history_row;
 int db_reader_history(db_reader *rd, int64_t id, db_history_row *h);
 
-/* Calls cb for done rows whose next_at <= now_ms and that were last
- * fetched before fetched_before_ms (0 = any time: a daemon; a one-pass run
- * gives its start, so no page is fetched twice in it), in due order, up to
- * max (0 = all). Returns the number passed to cb, or < 0. */
+/* Calls cb for done rows whose next_at <= now_ms, and for scheduled rows
+ * whose re-crawl failed one interval_s or more before now_ms, that were
+ * last fetched before fetched_before_ms (0 = any time: a daemon; a one-pass
+ * run gives its start, so no page is fetched twice in it): the failed ones
+ * first, then in due order, up to max (0 = all). Returns the number passed
+ * to cb, or < 0. */
 int64_t db_reader_due(db_reader *rd, int64_t now_ms, int64_t fetched_before_ms, size_t max,
                       db_row_fn cb, void *ud);
 
 /* How many rows are due at now_ms and not yet fetched (queued, in flight or
- * done with next_at <= now_ms), and the next due time after now_ms (-1 =
- * none). 0 or < 0. OUT: due, next_at */
+ * done with next_at <= now_ms, or failed as db_reader_due says), and the
+ * next due time after now_ms (-1 = none). 0 or < 0. OUT: due, next_at */
 int db_reader_due_stats(db_reader *rd, int64_t now_ms, int64_t *due, int64_t *next_at);
 
 /* Calls cb once per distinct interval_s among scheduled rows (next_at set)

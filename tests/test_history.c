@@ -191,7 +191,8 @@ static void test_due_order_and_figures(void **state)
     assert_int_equal(due, 3);
     assert_int_equal(next, 900);
     /* a queued (promoted) row is still due until it is fetched; a failed
-     * one is not */
+     * one (its re-crawl met an outage) not until one interval after its
+     * failure (fetched_at 1000 + 10 s), then first */
     assert_int_equal(db_set_state(d, 2, DB_STATE_QUEUED), 0);
     assert_int_equal(db_set_state(d, 4, DB_STATE_FAILED), 0);
     assert_int_equal(db_flush(d), 0);
@@ -201,7 +202,20 @@ static void test_due_order_and_figures(void **state)
     assert_int_equal(db_reader_due(rd, 300, 0, 0, collect, &x), 1);
     assert_int_equal(x.v[0], 1);
     assert_int_equal(db_reader_due_stats(rd, 1000, &due, &next), 0);
+    assert_int_equal(next, 11000);
+    assert_int_equal(db_reader_due_stats(rd, 11000, &due, &next), 0);
+    assert_int_equal(due, 4);
     assert_int_equal(next, -1);
+    x.n = 0;
+    assert_int_equal(db_reader_due(rd, 11000, 0, 0, collect, &x), 3);
+    assert_int_equal(x.v[0], 4);
+    assert_int_equal(x.v[1], 1);
+    assert_int_equal(x.v[2], 5);
+    x.n = 0;
+    assert_int_equal(db_reader_due(rd, 11000, 0, 1, collect, &x), 1); /* max counts both */
+    assert_int_equal(x.v[0], 4);
+    x.n = 0; /* a one-pass run does not retry what failed in it */
+    assert_int_equal(db_reader_due(rd, 11000, 1000, 0, collect, &x), 0);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }

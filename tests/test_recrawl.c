@@ -411,6 +411,49 @@ static void daemon_serves_due_rows(void **state)
     testsite_log_free(r.v, r.n);
 }
 
+/* An outage during a re-crawl is not the end of its pages: with the site
+ * down every revisit fails (connection refused, attempts used up) and its
+ * row is failed; one interval later the next run fetches every one of them
+ * again, and none stays failed. Only a 404/410 makes a page gone. */
+static void recrawl_after_an_outage_fetches_again(void **state)
+{
+    (void)state;
+    site_at(0, NULL);
+    const char *cfg = write_config("outage", "after_s = 1");
+    run_ok(cfg, NULL);
+    reqs r0;
+    read_log(&r0);
+    assert_true(r0.n > 100);
+    testsite_stop(&site); /* the outage: nothing listens on the port */
+    sleep_ms(1100);       /* every page is due */
+    const char *quick[] = { "--set", "politeness.max_attempts=2", "--set",
+                            "politeness.backoff_ms=50", NULL };
+    run_ok(cfg, quick);
+    int64_t failed = sql_int("outage", "SELECT count(*) FROM urls WHERE state = 3");
+    print_message("outage: %lld of %zu pages failed\n", (long long)failed, r0.n);
+    assert_int_equal(failed, (int64_t)r0.n);
+    assert_int_equal(sql_int("outage", "SELECT count(*) FROM urls WHERE gone = 1"), 0);
+    site_at(0, NULL); /* back, with a fresh log */
+    sleep_ms(1100);   /* one interval after the failures */
+    run_ok(cfg, NULL);
+    reqs r1;
+    read_log(&r1);
+    size_t missing = 0, twice = 0;
+    for (size_t i = 0; i < r0.n; i++) {
+        size_t k = count_target(&r1, r0.v[i].host, r0.v[i].target, 0);
+        missing += k == 0;
+        twice += k > 1;
+    }
+    print_message("after the outage: %zu requests, %zu pages not fetched again\n", r1.n,
+                  missing);
+    assert_int_equal(missing, 0);
+    assert_int_equal(twice, 0);
+    assert_int_equal(r1.n, r0.n);
+    assert_int_equal(sql_int("outage", "SELECT count(*) FROM urls WHERE state = 3"), 0);
+    testsite_log_free(r0.v, r0.n);
+    testsite_log_free(r1.v, r1.n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -418,6 +461,7 @@ int main(void)
         cmocka_unit_test(adaptive_three_epochs),
         cmocka_unit_test(sigkill_during_recrawl),
         cmocka_unit_test(daemon_serves_due_rows),
+        cmocka_unit_test(recrawl_after_an_outage_fetches_again),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
