@@ -49,16 +49,13 @@ static int group_setup(void **state)
     seed = s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
     print_message("test_faults: seed %u (CRAWLD_TEST_SEED=%u replays it)\n", seed, seed);
     srand(seed);
-    if (crawlrun_setup("faults") != 0)
-        return -1;
-    return testsite_start(&site, site_args);
+    return crawlrun_setup_site("faults", &site, site_args);
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    testsite_stop(&site);
-    crawlrun_teardown();
+    crawlrun_teardown_site(&site);
     return 0;
 }
 

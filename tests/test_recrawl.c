@@ -38,8 +38,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    testsite_stop(&site);
-    crawlrun_teardown();
+    crawlrun_teardown_site(&site);
     return 0;
 }
 
@@ -111,6 +110,30 @@ static int64_t sql_int(const char *state, const char *sql)
     sqlite3_finalize(s);
     sqlite3_close(c);
     return v;
+}
+
+/* Epoch 0 crawled into state `name` with recrawl.after_s = 1 (a fresh
+ * site, a fresh log); r0 gets its requests. Returns the config's path. */
+static const char *first_crawl(const char *name, reqs *r0)
+{
+    site_at(0, NULL);
+    const char *cfg = write_config(name, "after_s = 1");
+    run_ok(cfg, NULL);
+    read_log(r0);
+    assert_true(r0->n > 100);
+    return cfg;
+}
+
+/* Of the requests of r0, how many r1 does not have (*missing) and has more
+ * than once (*twice). */
+static void compare_fetches(const reqs *r0, const reqs *r1, size_t *missing, size_t *twice)
+{
+    *missing = *twice = 0;
+    for (size_t i = 0; i < r0->n; i++) {
+        size_t k = count_target(r1, r0->v[i].host, r0->v[i].target, 0);
+        *missing += k == 0;
+        *twice += k > 1;
+    }
 }
 
 /* What the site's epoch e changed, removed and added ("KIND\tURL" lines). */
@@ -200,12 +223,8 @@ static void warcio_ok(const char *state, long *not_modified_ok)
 static void epoch_one_recrawl(void **state)
 {
     (void)state;
-    site_at(0, NULL);
-    const char *cfg = write_config("e1", "after_s = 1");
-    run_ok(cfg, NULL);
     reqs r0;
-    read_log(&r0);
-    assert_true(r0.n > 100);
+    const char *cfg = first_crawl("e1", &r0);
     site_at(1, NULL); /* a fresh log */
     sleep_ms(1100);   /* every page is due */
     run_ok(cfg, NULL);
@@ -325,11 +344,8 @@ static size_t log_lines(void)
 static void sigkill_during_recrawl(void **state)
 {
     (void)state;
-    site_at(0, NULL);
-    const char *cfg = write_config("kill", "after_s = 1");
-    run_ok(cfg, NULL);
     reqs r0;
-    read_log(&r0);
+    const char *cfg = first_crawl("kill", &r0);
     site_at(1, "5"); /* slower answers: the kill lands mid-crawl */
     sleep_ms(1100);
     const char *args[] = { "run", "-c", cfg, "--set", "recrawl.after_s=3600", NULL };
@@ -344,12 +360,8 @@ static void sigkill_during_recrawl(void **state)
     long again = crawlrun_refetch_reported(err.data, NULL);
     reqs r1;
     read_log(&r1);
-    size_t missing = 0, twice = 0;
-    for (size_t i = 0; i < r0.n; i++) {
-        size_t k = count_target(&r1, r0.v[i].host, r0.v[i].target, 0);
-        missing += k == 0;
-        twice += k > 1;
-    }
+    size_t missing, twice;
+    compare_fetches(&r0, &r1, &missing, &twice);
     print_message("sigkill: %zu of %zu URLs fetched twice, %ld reported in flight\n", twice, r0.n,
                   again);
     if ((long)twice > again)
@@ -418,12 +430,8 @@ static void daemon_serves_due_rows(void **state)
 static void recrawl_after_an_outage_fetches_again(void **state)
 {
     (void)state;
-    site_at(0, NULL);
-    const char *cfg = write_config("outage", "after_s = 1");
-    run_ok(cfg, NULL);
     reqs r0;
-    read_log(&r0);
-    assert_true(r0.n > 100);
+    const char *cfg = first_crawl("outage", &r0);
     testsite_stop(&site); /* the outage: nothing listens on the port */
     sleep_ms(1100);       /* every page is due */
     const char *quick[] = { "--set", "politeness.max_attempts=2", "--set",
@@ -438,12 +446,8 @@ static void recrawl_after_an_outage_fetches_again(void **state)
     run_ok(cfg, NULL);
     reqs r1;
     read_log(&r1);
-    size_t missing = 0, twice = 0;
-    for (size_t i = 0; i < r0.n; i++) {
-        size_t k = count_target(&r1, r0.v[i].host, r0.v[i].target, 0);
-        missing += k == 0;
-        twice += k > 1;
-    }
+    size_t missing, twice;
+    compare_fetches(&r0, &r1, &missing, &twice);
     print_message("after the outage: %zu requests, %zu pages not fetched again\n", r1.n,
                   missing);
     assert_int_equal(missing, 0);

@@ -38,16 +38,13 @@ static const char *const site_args[] = { "--pages", PAGES, "--hosts", HOSTS, "--
 static int group_setup(void **state)
 {
     (void)state;
-    if (crawlrun_setup("sitemap") != 0)
-        return -1;
-    return testsite_start(&site, site_args);
+    return crawlrun_setup_site("sitemap", &site, site_args);
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    testsite_stop(&site);
-    crawlrun_teardown();
+    crawlrun_teardown_site(&site);
     return 0;
 }
 

@@ -622,23 +622,6 @@ static void fill_series(const json_t *samples, const char *key, double *y)
         y[i] = jnum(json_array_get(samples, i), key);
 }
 
-/* y[i] = the share (percent) of total's growth between samples i-1 and i
- * that is part's growth; an interval where total did not grow repeats the
- * previous value (0 at the start). */
-static void fill_share(const json_t *samples, const char *total, const char *part, double *y)
-{
-    for (size_t i = 0; i < json_array_size(samples); i++) {
-        const json_t *cur = json_array_get(samples, i);
-        const json_t *prev = i ? json_array_get(samples, i - 1) : NULL;
-        double dt = jnum(cur, total) - (prev ? jnum(prev, total) : 0);
-        double dp = jnum(cur, part) - (prev ? jnum(prev, part) : 0);
-        y[i] = dt > 0 ? 100.0 * dp / dt : i ? y[i - 1] : 0;
-    }
-}
-
-/* The palette colours of a three-part share chart (fill_share), by part. */
-static const size_t share_colour[3] = { 2, 1, 3 };
-
 /* The dedup decisions since the start, as `crawld stats` prints them. */
 static void layers_card(FILE *f, const json_t *st)
 {
@@ -683,6 +666,40 @@ static void layers_card(FILE *f, const json_t *st)
 }
 
 static double *col(double *all, size_t n, size_t k) { return all + k * n; }
+
+/* y[i] = the share (percent) of total's growth between samples i-1 and i
+ * that is part's growth; an interval where total did not grow repeats the
+ * previous value (0 at the start). */
+static void fill_share(const json_t *samples, const char *total, const char *part, double *y)
+{
+    for (size_t i = 0; i < json_array_size(samples); i++) {
+        const json_t *cur = json_array_get(samples, i);
+        const json_t *prev = i ? json_array_get(samples, i - 1) : NULL;
+        double dt = jnum(cur, total) - (prev ? jnum(prev, total) : 0);
+        double dp = jnum(cur, part) - (prev ? jnum(prev, part) : 0);
+        y[i] = dt > 0 ? 100.0 * dp / dt : i ? y[i - 1] : 0;
+    }
+}
+
+/* One part of a share chart: its counter, its name, its style. */
+typedef struct share_part {
+    const char *key, *name;
+    int style;
+} share_part;
+
+/* The three series of a share chart of total's growth (0..100 %), in
+ * columns 0..2 of v, coloured in one order. */
+static void share_series(chart *c, const json_t *samples, double *v, size_t n, const char *total,
+                         const share_part parts[3])
+{
+    static const size_t colour[3] = { 2, 1, 3 };
+    c->ymax = 100;
+    for (size_t k = 0; k < 3; k++) {
+        fill_share(samples, total, parts[k].key, col(v, n, k));
+        c->s[c->ns++] = (series){ parts[k].name, palette[colour[k]], col(v, n, k),
+                                  parts[k].style };
+    }
+}
 
 /* 3b. With dedup.retention_s: the generation ring over time, keys per
  * generation by age (newest first), and the URLs forgotten so far. No
@@ -775,14 +792,12 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
                 "stack is the share that was new. Intervals with no URLs repeat the previous "
                 "value.";
     c.alt = "Stacked area chart of the duplicate-skip rate per layer over time";
-    c.ymax = 100;
-    static const char *const dup_keys[3] = { "dup_bloom_trusted", "dup_recent_cache",
-                                             "dup_sqlite" };
-    static const char *const dup_names[3] = { "Bloom MAYBE trusted", "recent cache", "SQLite" };
-    for (size_t k = 0; k < 3; k++) {
-        fill_share(samples, "urls", dup_keys[k], col(v, n, k));
-        c.s[c.ns++] = (series){ dup_names[k], palette[share_colour[k]], col(v, n, k), S_AREA };
-    }
+    static const share_part dup_parts[3] = {
+        { "dup_bloom_trusted", "Bloom MAYBE trusted", S_AREA },
+        { "dup_recent_cache", "recent cache", S_AREA },
+        { "dup_sqlite", "SQLite", S_AREA },
+    };
+    share_series(&c, samples, v, n, "urls", dup_parts);
     rc = chart_write(f, &c);
     if (rc < 0)
         goto out;
@@ -885,15 +900,12 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
                 "digest) and gone (404/410 after a 200). The change rate is what the adaptive "
                 "schedule follows. Intervals without revisits repeat the previous value.";
     c.alt = "Chart of the change rate of revisited pages over time";
-    c.ymax = 100;
-    static const char *const rc_keys[3] = { "recrawl.changed", "recrawl.unchanged",
-                                            "recrawl.gone" };
-    static const char *const rc_names[3] = { "changed", "unchanged", "gone" };
-    for (size_t k = 0; k < 3; k++) {
-        fill_share(samples, "recrawl.revisited", rc_keys[k], col(v, n, k));
-        c.s[c.ns++] = (series){ rc_names[k], palette[share_colour[k]], col(v, n, k),
-                                k == 0 ? S_AREA : S_LINE };
-    }
+    static const share_part rc_parts[3] = {
+        { "recrawl.changed", "changed", S_AREA },
+        { "recrawl.unchanged", "unchanged", S_LINE },
+        { "recrawl.gone", "gone", S_LINE },
+    };
+    share_series(&c, samples, v, n, "recrawl.revisited", rc_parts);
     rc = chart_write(f, &c);
     if (rc < 0)
         goto out;

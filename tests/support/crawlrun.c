@@ -37,6 +37,19 @@ void crawlrun_teardown(void)
     proc_run(argv, NULL, 0, NULL, NULL);
 }
 
+int crawlrun_setup_site(const char *tag, testsite *ts, const char *const *site_args)
+{
+    if (crawlrun_setup(tag) != 0)
+        return -1;
+    return testsite_start(ts, site_args) == 0 ? 0 : -1;
+}
+
+void crawlrun_teardown_site(testsite *ts)
+{
+    testsite_stop(ts);
+    crawlrun_teardown();
+}
+
 const char *crawlrun_dir(void)
 {
     return workdir;

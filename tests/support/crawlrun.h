@@ -21,6 +21,11 @@
 int crawlrun_setup(const char *tag);
 /* Removes the work folder and everything in it. */
 void crawlrun_teardown(void);
+/* A group setup with one test site: crawlrun_setup(tag), then
+ * testsite_start(ts, site_args). 0 or -1. */
+int crawlrun_setup_site(const char *tag, testsite *ts, const char *const *site_args);
+/* testsite_stop(ts), then crawlrun_teardown(). */
+void crawlrun_teardown_site(testsite *ts);
 /* The work folder. */
 const char *crawlrun_dir(void);
 /* "WORKDIR/name" + suffix (may be NULL): a state folder, a file. */
