@@ -53,6 +53,32 @@ static int apply(void *arg, const xchg_link *v, size_t n)
     return rc;
 }
 
+static void status(void *arg, crawl_cluster_status *out)
+{
+    clusterrun *r = arg;
+    node_info in;
+    node_get_info(r->n, &in);
+    memset(out, 0, sizeof *out);
+    out->paused = in.paused;
+    out->settled = in.settled;
+    out->ended = in.ended;
+    out->coordinator = in.member.coordinator;
+    snprintf(out->why, sizeof out->why, "%s", in.why);
+    out->paused_ms = in.paused_ms;
+    out->pauses = in.pauses;
+    out->slots = in.member.slots;
+    out->held = in.member.held;
+    out->wanted = in.member.wanted;
+    out->epoch = in.member.epoch;
+    out->leases_lost = in.member.lost;
+    out->redis_errors = in.member.redis_errors;
+    out->outbox = in.outbox;
+    out->forwarded = in.forwarder.forwarded;
+    out->applied = in.reader.applied;
+    out->redelivered = in.reader.redelivered;
+    out->claimed = in.reader.claimed;
+}
+
 static int quiet(void *arg, uint64_t *gen)
 {
     clusterrun *r = arg;
@@ -104,7 +130,8 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
         cr_free(r);
         return rc;
     }
-    crawl_cluster cl = { .local = is_local, .may_fetch = may_fetch, .ob = r->ob, .arg = r };
+    crawl_cluster cl = { .local = is_local, .may_fetch = may_fetch, .status = status,
+                         .ob = r->ob, .arg = r };
     int64_t retry = cfg->cluster.lease_ms / 10;
     crawl_set_cluster(c, &cl, retry > 0 ? retry : 1);
     *out = r;
