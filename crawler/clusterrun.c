@@ -120,7 +120,7 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
     node_opts o = {
         .member = { .redis = cfg->cluster.redis, .crawl_id = cfg->cluster.crawl_id,
                     .node_id = r->node_id, .slots = (uint32_t)cfg->cluster.slots,
-                    .lease_ms = cfg->cluster.lease_ms },
+                    .lease_ms = cfg->cluster.lease_ms, .grace_ms = cfg->cluster.grace_ms },
         .outbox = r->ob, .apply = apply, .apply_arg = r,
         .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,
     };
