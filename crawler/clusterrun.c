@@ -50,6 +50,13 @@ static int apply(void *arg, const xchg_link *v, size_t n)
     }
     int rc = crawl_admit_remote(r->c, l, n);
     cr_free(l);
+    /* Fenced on the slot lease: a node paused in the middle of this apply
+     * may find its slot moved on. Then the entries stay pending (the new
+     * owner claims them, or this node reads them again if the slot stays),
+     * so nothing admitted here is the only copy. */
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!node_may_fetch(r->n, v[i].host, strlen(v[i].host)))
+            rc = -ESTALE;
     return rc;
 }
 
