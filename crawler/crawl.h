@@ -32,6 +32,7 @@
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
 #include "storage/db.h"
+#include "storage/outbox.h"
 
 typedef struct crawl crawl;
 
@@ -56,6 +57,61 @@ void crawl_stop(crawl *c);
 void crawl_stop_by(crawl *c, const char *who);
 void crawl_pause(crawl *c);
 void crawl_resume(crawl *c);
+
+/* Cluster mode (crawler/clusterrun sets it up; the single node never
+ * calls these). Every URL whose host is not local (cl.local says 0, with
+ * its slot) goes to cl.ob for the owner of its slot, instead of the seen
+ * test: found on a page, in one outbox commit before the page's outcome is
+ * recorded; a seed or an API URL at once. The frontier hands out only
+ * hosts cl.may_fetch allows now (else they wait gate_retry_ms). The run
+ * does not end when this node drains: it ends at crawl_end_cluster. */
+/* A cluster node's figures, for /v1/status and /metrics (on: cluster mode). */
+typedef struct crawl_cluster_status {
+    bool on;
+    bool paused;               /* Redis unreachable: not fetching, retrying */
+    bool settled, ended, coordinator;
+    char why[300];             /* when paused: why */
+    int64_t paused_ms;         /* length of the current pause */
+    uint64_t pauses;           /* pauses since the start */
+    uint32_t slots, held, wanted;
+    uint64_t epoch;
+    uint64_t leases_lost;      /* slot leases found gone at renewal (fenced) */
+    uint64_t redis_errors;
+    int64_t outbox;            /* links waiting in the outbox */
+    uint64_t links_out;        /* links written to the outbox (crawl side) */
+    uint64_t outbox_errors;    /* outbox writes that failed (page fetched again) */
+    uint64_t forwarded, applied, redelivered, claimed; /* stream entries */
+} crawl_cluster_status;
+
+typedef struct crawl_cluster {
+    int (*local)(void *arg, const char *host, size_t len, uint32_t *slot /* OUT */);
+    int (*may_fetch)(void *arg, const char *host);
+    void (*status)(void *arg, crawl_cluster_status *out /* OUT */);
+    outbox *ob;
+    void *arg;
+} crawl_cluster;
+/* Before crawl_add_seed and crawl_run. */
+void crawl_set_cluster(crawl *c, const crawl_cluster *cl, int64_t gate_retry_ms);
+
+/* A link another node found for a host of this node's slots. */
+typedef struct crawl_link {
+    const char *url;            /* the key */
+    size_t url_len;
+    const char *fetch_url;      /* NULL: the same as url */
+    size_t fetch_url_len;
+    int depth, kind;
+} crawl_link;
+/* The seen test and frontier insert of v[0..n), then a commit: 0 once
+ * durable (and every new row is in the frontier), or -EIO. Any thread. */
+int crawl_admit_remote(crawl *c, const crawl_link *v, size_t n);
+
+/* true when this node has nothing to do: the scheduler saw the frontier
+ * drained twice (nothing in flight) and nothing was pushed, dispatched or
+ * forwarded since. *gen counts those events: equal gens in two quiet
+ * answers mean the node did nothing in between. Any thread. OUT: gen */
+bool crawl_quiet(crawl *c, uint64_t *gen);
+/* The cluster agreed it is quiescent: crawl_run ends ("frontier drained"). */
+void crawl_end_cluster(crawl *c);
 
 /* The duplicate filter as a service (POST /v1/dedup): canonicalizes url and
  * asks the seen test; URLs outside the crawl's scope are trusted to the
@@ -121,6 +177,7 @@ typedef struct crawl_status {
     sitemaps_stats sitemaps;   /* crawler/sitemaps' counters */
     recrawl_stats recrawl;     /* the re-crawl's figures (crawler/recrawl.h) */
     char storage_error[512];   /* the store's last error, while stalled or failed */
+    crawl_cluster_status cluster; /* cluster mode's figures (cluster.on) */
     char end[256];             /* how the crawl ended: "frontier drained", "stopped at
                                   max_pages with N queued", "stopped by signal with N
                                   queued", "storage failed: ..."; "" while running */
