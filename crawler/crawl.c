@@ -270,10 +270,11 @@ static void on_inserted(void *ud, const db_result *r)
  * stylesheet it was found on (from, may be NULL), for
  * crawl.requisites_scope. */
 static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
-                 int depth, int kind, int hops);
+                 int depth, int kind, int hops, int64_t parent);
 
 static int discover_from(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
-                         int depth, int kind, int hops, const char *from, size_t from_len)
+                         int depth, int kind, int hops, int64_t parent, const char *from,
+                         size_t from_len)
 {
     scope_verdict v = kind == DB_KIND_REQUISITE && from != NULL
                           ? scope_check_requisite(c->sc, fetch, flen, depth, from, from_len)
@@ -282,14 +283,16 @@ static int discover_from(crawl *c, const char *fetch, size_t flen, const char *k
         bump(&c->links_out_of_scope);
         return DISCOVER_OUT_OF_SCOPE;
     }
-    return admit(c, fetch, flen, key, klen, depth, kind, hops);
+    return admit(c, fetch, flen, key, klen, depth, kind, hops, parent);
 }
 
 /* An in-scope URL: the seen test, and if new its row (queued) and its
- * place in the frontier, once the row is committed. 1 new, 0 duplicate
- * (or no host), < 0 storage error. */
+ * place in the frontier, once the row is committed. parent: the row id of
+ * the page it was found on (0: none), which retention's keep rule reads
+ * (a page answering 304 re-reads no links). 1 new, 0 duplicate (or no
+ * host), < 0 storage error. */
 static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
-                 int depth, int kind, int hops)
+                 int depth, int kind, int hops, int64_t parent)
 {
     size_t off, hl;
     if (url_host(fetch, flen, &off, &hl) < 0)
@@ -304,7 +307,7 @@ static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size
     memcpy(p->fetch, fetch, flen);
     verifier_row row = { .u = { .fetch_url = fetch, .fetch_url_len = flen, .host = fetch + off,
                                 .host_len = hl, .depth = depth, .kind = kind,
-                                .state = DB_STATE_QUEUED, .hops = hops },
+                                .state = DB_STATE_QUEUED, .hops = hops, .parent = parent },
                          .on_new = on_inserted, .ud = p };
     int r = seen_test(c->s, key, klen, true, &row);
     if (r < 0 || r != SEEN_NEW_BLOOM)
@@ -324,9 +327,9 @@ static void count_rejected(crawl *c, url_reject why)
 }
 
 static int discover(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
-                    int depth, int kind, int hops)
+                    int depth, int kind, int hops, int64_t parent)
 {
-    return discover_from(c, fetch, flen, key, klen, depth, kind, hops, NULL, 0);
+    return discover_from(c, fetch, flen, key, klen, depth, kind, hops, parent, NULL, 0);
 }
 
 /* crawler/sitemaps' admit: a sitemap row is scoped as a seed is (a host's
@@ -343,7 +346,7 @@ static int sitemap_admit(void *ud, const char *fetch, size_t flen, const char *k
     int as = kind == DB_KIND_SITEMAP ? DB_KIND_SEED : DB_KIND_NAVIGATION;
     if (scope_check(c->sc, fetch, flen, 0, as) != SCOPE_ALLOWED)
         return SITEMAPS_OUT_OF_SCOPE;
-    int r = admit(c, fetch, flen, key, klen, depth, kind, 0);
+    int r = admit(c, fetch, flen, key, klen, depth, kind, 0, 0);
     if (r == 0 && kind != DB_KIND_SITEMAP && lastmod_ms > 0) {
         int64_t id = verifier_row_id(c->ver, key, klen);
         if (id > 0 && db_make_due(c->d, id, lastmod_ms, 0) < 0)
@@ -359,7 +362,8 @@ static int discover_requisite(crawl *c, fjob *j, const char *fetch, size_t flen,
 {
     bump(&c->req_found);
     int depth = j->fj.depth + 1;
-    int r = discover_from(c, fetch, flen, key, klen, depth, kind, 0, j->url, j->url_len);
+    int r = discover_from(c, fetch, flen, key, klen, depth, kind, 0, j->fj.id, j->url,
+                          j->url_len);
     if (r == 1) {
         bump(&c->req_new);
         if (kind == DB_KIND_REQUISITE && c->cfg->crawl.max_depth >= 0 &&
@@ -476,7 +480,7 @@ static void on_link(void *ud, const links_link *l)
                     ? discover_requisite(c, j, t->out.data, t->out.len, t->key.data, t->key.len,
                                          kind)
                     : discover(c, t->out.data, t->out.len, t->key.data, t->key.len,
-                               j->fj.depth + 1, kind, 0);
+                               j->fj.depth + 1, kind, 0, j->fj.id);
         if (r == 0 || r == 1) {
             j->links_tested++;
             j->links_new += r;
@@ -784,7 +788,7 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
                                ? j->fj.kind
                                : DB_KIND_REDIRECT;
                 discover(c, out.data, out.len, key.data, key.len, j->fj.depth + 1, kind,
-                         j->hops + 1);
+                         j->hops + 1, j->fj.id);
             } else {
                 count_rejected(c, why);
             }
@@ -1094,7 +1098,7 @@ int crawl_add_seed(crawl *c, const char *url, size_t len, char *why, size_t whyl
         return -EINVAL;
     }
     scope_add_seed(c->sc, out.data, out.len);
-    rc = discover(c, out.data, out.len, key.data, key.len, 0, DB_KIND_SEED, 0);
+    rc = discover(c, out.data, out.len, key.data, key.len, 0, DB_KIND_SEED, 0, 0);
     if (c->sm && !c->cfg->politeness.obey_robots && rc >= 0) {
         /* no robots.txt is asked, so the seed's host's /sitemap.xml is
          * queued here (sitemaps_robots as for "no robots.txt") */
@@ -1123,7 +1127,7 @@ int crawl_dedup_url(crawl *c, const char *url, size_t len)
         rc = -EINVAL;
     } else if (scope_in_scope(c->sc, out.data, out.len)) {
         /* in scope: queued and pushed to the frontier, as crawl.h says */
-        rc = admit(c, out.data, out.len, key.data, key.len, 0, DB_KIND_NAVIGATION, 0);
+        rc = admit(c, out.data, out.len, key.data, key.len, 0, DB_KIND_NAVIGATION, 0, 0);
         nudge(c);
     } else {
         size_t off = 0, hl = 0;
