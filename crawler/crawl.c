@@ -597,7 +597,7 @@ static void fjob_free(fjob *j)
 static int submit(crawl *c, fjob *j, long timeout_ms)
 {
     fetch_job fj = { .id = (uint64_t)j->fj.id, .url = j->url, .hops = (unsigned)j->hops, .user = j };
-    if (j->rj && j->rj->revisit && j->rj->prior.http_status != 0) {
+    if (j->rj && j->rj->conditional) {
         fetch_validators v = { j->rj->prior.etag, j->rj->prior.last_modified };
         return fetcher_submit_validated(c->f, &fj, &v, timeout_ms);
     }
