@@ -288,10 +288,11 @@ static void on_inserted(void *ud, const db_result *r)
  * stylesheet it was found on (from, may be NULL), for
  * crawl.requisites_scope. */
 static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
-                 int depth, int kind, int hops);
+                 int depth, int kind, int hops, int64_t parent);
 
 static int discover_from(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
-                         int depth, int kind, int hops, const char *from, size_t from_len)
+                         int depth, int kind, int hops, int64_t parent, const char *from,
+                         size_t from_len)
 {
     scope_verdict v = kind == DB_KIND_REQUISITE && from != NULL
                           ? scope_check_requisite(c->sc, fetch, flen, depth, from, from_len)
@@ -300,7 +301,7 @@ static int discover_from(crawl *c, const char *fetch, size_t flen, const char *k
         bump(&c->links_out_of_scope);
         return DISCOVER_OUT_OF_SCOPE;
     }
-    return admit(c, fetch, flen, key, klen, depth, kind, hops);
+    return admit(c, fetch, flen, key, klen, depth, kind, hops, parent);
 }
 
 static tctx *my_ctx(crawl *c);
@@ -393,11 +394,13 @@ static int flush_forwards(crawl *c, fjob *j)
 }
 
 /* An in-scope URL: the seen test, and if new its row (queued) and its
- * place in the frontier, once the row is committed. 1 new, 0 duplicate
- * (or no host; in cluster mode also a URL forwarded to its slot's owner),
- * < 0 storage error. */
+ * place in the frontier, once the row is committed. parent: the row id of
+ * the page it was found on (0: none), which retention's keep rule reads
+ * (a page answering 304 re-reads no links). 1 new, 0 duplicate (or no
+ * host; in cluster mode also a URL forwarded to its slot's owner), < 0
+ * storage error. */
 static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
-                 int depth, int kind, int hops)
+                 int depth, int kind, int hops, int64_t parent)
 {
     size_t off, hl;
     if (url_host(fetch, flen, &off, &hl) < 0)
@@ -415,7 +418,7 @@ static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size
     memcpy(p->fetch, fetch, flen);
     verifier_row row = { .u = { .fetch_url = fetch, .fetch_url_len = flen, .host = fetch + off,
                                 .host_len = hl, .depth = depth, .kind = kind,
-                                .state = DB_STATE_QUEUED, .hops = hops },
+                                .state = DB_STATE_QUEUED, .hops = hops, .parent = parent },
                          .on_new = on_inserted, .ud = p };
     int r = seen_test(c->s, key, klen, true, &row);
     if (r < 0 || r != SEEN_NEW_BLOOM)
@@ -435,9 +438,9 @@ static void count_rejected(crawl *c, url_reject why)
 }
 
 static int discover(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
-                    int depth, int kind, int hops)
+                    int depth, int kind, int hops, int64_t parent)
 {
-    return discover_from(c, fetch, flen, key, klen, depth, kind, hops, NULL, 0);
+    return discover_from(c, fetch, flen, key, klen, depth, kind, hops, parent, NULL, 0);
 }
 
 /* crawler/sitemaps' admit: a sitemap row is scoped as a seed is (a host's
@@ -454,7 +457,7 @@ static int sitemap_admit(void *ud, const char *fetch, size_t flen, const char *k
     int as = kind == DB_KIND_SITEMAP ? DB_KIND_SEED : DB_KIND_NAVIGATION;
     if (scope_check(c->sc, fetch, flen, 0, as) != SCOPE_ALLOWED)
         return SITEMAPS_OUT_OF_SCOPE;
-    int r = admit(c, fetch, flen, key, klen, depth, kind, 0);
+    int r = admit(c, fetch, flen, key, klen, depth, kind, 0, 0);
     if (r == 0 && kind != DB_KIND_SITEMAP && lastmod_ms > 0) {
         int64_t id = verifier_row_id(c->ver, key, klen);
         if (id > 0 && db_make_due(c->d, id, lastmod_ms, 0) < 0)
@@ -470,7 +473,8 @@ static int discover_requisite(crawl *c, fjob *j, const char *fetch, size_t flen,
 {
     bump(&c->req_found);
     int depth = j->fj.depth + 1;
-    int r = discover_from(c, fetch, flen, key, klen, depth, kind, 0, j->url, j->url_len);
+    int r = discover_from(c, fetch, flen, key, klen, depth, kind, 0, j->fj.id, j->url,
+                          j->url_len);
     if (r == 1) {
         bump(&c->req_new);
         if (kind == DB_KIND_REQUISITE && c->cfg->crawl.max_depth >= 0 &&
@@ -587,7 +591,7 @@ static void on_link(void *ud, const links_link *l)
                     ? discover_requisite(c, j, t->out.data, t->out.len, t->key.data, t->key.len,
                                          kind)
                     : discover(c, t->out.data, t->out.len, t->key.data, t->key.len,
-                               j->fj.depth + 1, kind, 0);
+                               j->fj.depth + 1, kind, 0, j->fj.id);
         if (r == 0 || r == 1) {
             j->links_tested++;
             j->links_new += r;
@@ -705,7 +709,7 @@ static void fjob_free(fjob *j)
 static int submit(crawl *c, fjob *j, long timeout_ms)
 {
     fetch_job fj = { .id = (uint64_t)j->fj.id, .url = j->url, .hops = (unsigned)j->hops, .user = j };
-    if (j->rj && j->rj->revisit && j->rj->prior.http_status != 0) {
+    if (j->rj && j->rj->conditional) {
         fetch_validators v = { j->rj->prior.etag, j->rj->prior.last_modified };
         return fetcher_submit_validated(c->f, &fj, &v, timeout_ms);
     }
@@ -899,7 +903,7 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
                                ? j->fj.kind
                                : DB_KIND_REDIRECT;
                 discover(c, out.data, out.len, key.data, key.len, j->fj.depth + 1, kind,
-                         j->hops + 1);
+                         j->hops + 1, j->fj.id);
             } else {
                 count_rejected(c, why);
             }
@@ -1219,7 +1223,7 @@ int crawl_add_seed(crawl *c, const char *url, size_t len, char *why, size_t whyl
         return -EINVAL;
     }
     scope_add_seed(c->sc, out.data, out.len);
-    rc = discover(c, out.data, out.len, key.data, key.len, 0, DB_KIND_SEED, 0);
+    rc = discover(c, out.data, out.len, key.data, key.len, 0, DB_KIND_SEED, 0, 0);
     if (c->sm && !c->cfg->politeness.obey_robots && rc >= 0) {
         /* no robots.txt is asked, so the seed's host's /sitemap.xml is
          * queued here (sitemaps_robots as for "no robots.txt") */
@@ -1248,7 +1252,7 @@ int crawl_dedup_url(crawl *c, const char *url, size_t len)
         rc = -EINVAL;
     } else if (scope_in_scope(c->sc, out.data, out.len)) {
         /* in scope: queued and pushed to the frontier, as crawl.h says */
-        rc = admit(c, out.data, out.len, key.data, key.len, 0, DB_KIND_NAVIGATION, 0);
+        rc = admit(c, out.data, out.len, key.data, key.len, 0, DB_KIND_NAVIGATION, 0, 0);
         nudge(c);
     } else {
         size_t off = 0, hl = 0;

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "frontier/schedule.h"
 
 typedef struct host_slot {
@@ -27,6 +28,7 @@ struct recrawl {
     db *d;
     schedule *sched;
     bool daemon;
+    int64_t retention_ms;   /* dedup.retention_s in ms; 0: none */
     pthread_mutex_t mu;
     db_reader *rd;          /* under mu */
     db_reader *prd;         /* recrawl_promote's */
@@ -64,6 +66,7 @@ recrawl *recrawl_new(db *d, const crawl_config *cfg, char *err, size_t errlen)
     pthread_mutex_init(&r->mu, NULL);
     r->d = d;
     r->daemon = cfg->crawl.daemon;
+    r->retention_ms = cfg->dedup.retention_s * 1000;
     rules = cr_calloc(n ? n : 1, sizeof *rules);
     if (rules == NULL)
         goto oom;
@@ -141,6 +144,12 @@ recrawl_job *recrawl_prepare(recrawl *r, int64_t id)
         return NULL;
     }
     j->revisit = j->prior.fetches > 0;
+    /* a 304 says "the links are what they were"; children only stay
+     * linked by it while their parent's last fetch is within the
+     * retention (db_reader_stale_queued), so a page last fetched longer
+     * ago asks in full and its links are read again */
+    j->conditional = j->revisit && j->prior.http_status != 0 &&
+                     (r->retention_ms == 0 || j->prior.fetched_at >= cr_wall_ms() - r->retention_ms);
     return j;
 }
 

@@ -78,6 +78,11 @@ bool recrawl_active(const recrawl *r);
 typedef struct recrawl_job {
     db_history_row prior;  /* the row's history before this fetch */
     bool revisit;          /* the row was fetched before */
+    bool conditional;      /* send the prior validators (If-None-Match, ...).
+                              Not with dedup.retention_s when the last fetch
+                              is older than the retention: the page's links
+                              may have been forgotten since, and a 304 would
+                              not say them again */
     char *etag, *last_modified; /* what this answer said (heap; may be NULL) */
 } recrawl_job;
 

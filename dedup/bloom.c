@@ -191,7 +191,7 @@ static double max_load(double err, unsigned k, unsigned lines)
 }
 
 /* Chooses lines, k and the block count for cap items at err. */
-static int size_stage(uint64_t cap, double err, unsigned lines_param, struct geom *g)
+static int size_stage_uncached(uint64_t cap, double err, unsigned lines_param, struct geom *g)
 {
     uint64_t best_nb[3] = { 0, 0, 0 };
     unsigned best_k[3] = { 0, 0, 0 };
@@ -221,6 +221,47 @@ static int size_stage(uint64_t cap, double err, unsigned lines_param, struct geo
     g->k = best_k[lines];
     g->lines = lines;
     return 0;
+}
+
+/* size_stage is a pure function costing milliseconds (the bisections of
+ * the model), and a rotating ring (dedup/gens) builds a filter of the same
+ * parameters every window: the last few answers are kept, process-wide. */
+#define SIZE_MEMO 8
+static struct size_memo {
+    uint64_t cap;
+    double err;
+    unsigned lines_param;
+    struct geom g;
+} size_memo[SIZE_MEMO];
+static unsigned size_memo_n, size_memo_next;
+static pthread_mutex_t size_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int size_stage(uint64_t cap, double err, unsigned lines_param, struct geom *g)
+{
+    pthread_mutex_lock(&size_memo_lock);
+    for (unsigned i = 0; i < size_memo_n; i++) {
+        const struct size_memo *m = &size_memo[i];
+        if (m->cap == cap && m->err == err && m->lines_param == lines_param) {
+            *g = m->g;
+            pthread_mutex_unlock(&size_memo_lock);
+            return 0;
+        }
+    }
+    pthread_mutex_unlock(&size_memo_lock);
+    int rc = size_stage_uncached(cap, err, lines_param, g);
+    if (rc == 0) {
+        pthread_mutex_lock(&size_memo_lock);
+        struct size_memo *m = &size_memo[size_memo_next];
+        size_memo_next = (size_memo_next + 1) % SIZE_MEMO;
+        if (size_memo_n < SIZE_MEMO)
+            size_memo_n++;
+        m->cap = cap;
+        m->err = err;
+        m->lines_param = lines_param;
+        m->g = *g;
+        pthread_mutex_unlock(&size_memo_lock);
+    }
+    return rc;
 }
 
 /* ---- stages ------------------------------------------------------------- */

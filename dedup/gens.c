@@ -258,27 +258,29 @@ int gens_push(gens *g, int64_t now)
     rd_unlock(g);
     if (!due)
         return 0;
+    /* built before the write lock, which every query waits for */
+    bloom *bf = NULL;
+    int rc = bloom_new(&g->p, &bf);
+    if (rc < 0)
+        return rc;
     pthread_rwlock_wrlock(&g->lock);
-    int rc = 0;
     int64_t last = g->gen[g->n - 1].start;
     if (now < last + g->window)
-        goto out;
+        goto out; /* rc 0: another caller pushed it */
     if (g->n == BLOOM_MAX_GENS) { /* gens_drop was not called: never lose keys for room */
         rc = -ENOSPC;
         goto out;
     }
-    bloom *bf = NULL;
-    rc = bloom_new(&g->p, &bf);
-    if (rc < 0)
-        goto out;
     /* windows stay aligned to the first one; a long pause skips the empty ones */
     g->gen[g->n].start = last + (now - last) / g->window * g->window;
     g->gen[g->n].bf = bf;
+    bf = NULL;
     g->n++;
     atomic_fetch_add(&g->rotations, 1);
     rc = 1;
 out:
     pthread_rwlock_unlock(&g->lock);
+    bloom_free(bf);
     return rc;
 }
 

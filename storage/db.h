@@ -399,11 +399,14 @@ int64_t db_reader_stamps(db_reader *rd, int64_t since, int (*cb)(void *ud, int64
                          void *ud);
 /* Queued, in-flight or due (next_at reached) rows stamped before cutoff,
  * the seeds (the configuration links them for as long as it lists them;
- * forgetting one would cut off everything below it), and the rows whose parent answered 304 since cutoff (a 304 re-reads no
- * links, so the links its page held when last parsed still stand: only
- * the discovering parent is known, so a row linked from another unchanged
- * page is not covered): they are kept when the rest are forgotten, so
- * their keys must move to the newest generation. */
+ * forgetting one would cut off everything below it), and the rows whose
+ * parent (db_url.parent: the page the crawler found it on) answered 304
+ * since cutoff (a 304 re-reads no links, so the links its page held when
+ * last parsed still stand). Only the discovering parent is known: a row
+ * whose discovering page dropped the link while another unchanged page
+ * still links it is forgotten, and found again when that page next
+ * answers 200. These rows are kept when the rest are forgotten, so their
+ * keys must move to the newest generation. */
 int64_t db_reader_stale_queued(db_reader *rd, int64_t cutoff, db_linked_fn cb, void *ud);
 
 typedef struct db_queued_query {

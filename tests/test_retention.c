@@ -32,6 +32,7 @@
 
 #include "common/buf.h"
 #include "tests/support/proc.h"
+#include "tests/support/testsite.h"
 
 static char workdir[128];
 
@@ -289,6 +290,104 @@ static void crash_after_refresh_keeps_the_url(void **state)
     stop(&d);
 }
 
+/* An unchanging site re-crawled every after_s with retention on (windows
+ * of retention_s / 2): runs for `run_s`, then checks that every page was
+ * fetched again in a last pass of `pass_s`. Returns the rows forgotten;
+ * checks that some re-fetches were 304 (want_304) or none were. */
+static long long crawl_unchanging(const char *name, int retention_s, int after_s, int run_s,
+                                  int pass_s, bool want_304)
+{
+    testsite ts;
+    const char *args[] = { "--epoch", "0", "--change-pct", "0", "--remove-pct", "0",
+                           "--add-pages", "0", "--hosts", "1", "--pages", "20",
+                           "--no-specials", "--crawl-delay", "0", NULL };
+    assert_int_equal(testsite_start(&ts, args), 0);
+    daemon_ d;
+    snprintf(d.dir, sizeof d.dir, "%s/%s", workdir, name);
+    snprintf(d.cfg, sizeof d.cfg, "%s/%s.toml", workdir, name);
+    snprintf(d.errfile, sizeof d.errfile, "%s/%s.err", workdir, name);
+    snprintf(d.sock, sizeof d.sock, "%s/control.sock", d.dir);
+    FILE *f = fopen(d.cfg, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "[crawl]\nseeds = [\"http://a.test:%d/\"]\ndaemon = true\n"
+            "[fetch]\nresolve = [\"a.test:%d:127.0.0.1\"]\n"
+            "[politeness]\ndelay_ms = 0\ndelay_factor = 0.0\n"
+            "[dedup]\nexpected_urls = 1000\nretention_s = %d\ngenerations = 2\n"
+            "[recrawl]\nafter_s = %d\n[storage]\nstate_dir = \"%s\"\n",
+            ts.port, ts.port, retention_s, after_s, d.dir);
+    fclose(f);
+    start(&d);
+    time_t t0 = time(NULL);
+    while (time(NULL) < t0 + run_s)
+        sleep_ms(100);
+    assert_true(retention_figure(&d, "rotations") >= 4);
+    long long last_pass = (long long)time(NULL) * 1000;
+    while ((long long)time(NULL) * 1000 < last_pass + pass_s * 1000)
+        sleep_ms(100);
+    long long forgotten = retention_figure(&d, "forgotten");
+    stop(&d);
+    testsite_req *v;
+    size_t n;
+    assert_int_equal(testsite_log_read(&ts, &v, &n), 0);
+    assert_int_equal(testsite_stop(&ts), 0);
+    size_t pages = 0, missing = 0, not_modified = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(v[i].target, "/robots.txt") == 0)
+            continue;
+        /* the seed is always kept, so it may be asked conditionally */
+        not_modified += v[i].status == 304 && strcmp(v[i].target, "/") != 0;
+        bool first = true, again = false;
+        for (size_t k = 0; k < i && first; k++)
+            first = strcmp(v[k].target, v[i].target) != 0;
+        if (!first)
+            continue;
+        pages++;
+        for (size_t k = i; k < n && !again; k++)
+            again = strcmp(v[k].target, v[i].target) == 0 && v[k].ms >= last_pass;
+        if (!again) {
+            missing++;
+            print_message("%s not fetched in the last pass\n", v[i].target);
+        }
+    }
+    testsite_log_free(v, n);
+    assert_true(pages >= 20);
+    if (want_304 ? not_modified == 0 : not_modified > 0)
+        fail_msg("%zu answers 304 (expected %s)", not_modified, want_304 ? "some" : "none");
+    if (missing > 0)
+        fail_msg("%zu of %zu pages not re-fetched in the last pass, %lld forgotten: %s", missing,
+                 pages, forgotten, slurp(d.errfile));
+    return forgotten;
+}
+
+/* Nothing changes, so a retention run must fetch what a keep run fetches.
+ * a.test answers every conditional re-fetch with 304, which carries no
+ * links: its pages stay linked only because the pages linking them were
+ * fetched within the retention. Windows of 2 s, re-fetches every 3 s: most
+ * window ends find the rows fetched (304) and not yet due, so only that
+ * rule keeps them. By 10 s the first windows are long dropped and every
+ * row has met several forget steps; then a pass of 4 s (one re-crawl
+ * interval and a second to spare). Every page is fetched in it, and none
+ * is forgotten. */
+static void unchanging_site_keeps_every_page(void **state)
+{
+    (void)state;
+    assert_int_equal(crawl_unchanging("static", 4, 3, 10, 4, true), 0);
+}
+
+/* Re-fetches (every 3 s) further apart than the retention (2 s), as an
+ * adaptive interval may grow: the rows below a page may be forgotten
+ * between its fetches, as the rule says (no page fetched within the
+ * retention links them). Then the page must not be asked conditionally,
+ * or its 304 would hide the links that find them again; so no answer is a
+ * 304, and every page is fetched in each pass. */
+static void recrawl_slower_than_retention_finds_pages_again(void **state)
+{
+    (void)state;
+    long long forgotten = crawl_unchanging("slow", 2, 3, 10, 4, false);
+    print_message("%lld rows forgotten and found again\n", forgotten);
+}
+
 /* Without retention nothing is forgotten and no retention figures show. */
 static void no_retention_keeps_everything(void **state)
 {
@@ -345,6 +444,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(linked_urls_stay_unlinked_ones_go),
         cmocka_unit_test(crash_after_refresh_keeps_the_url),
+        cmocka_unit_test(unchanging_site_keeps_every_page),
+        cmocka_unit_test(recrawl_slower_than_retention_finds_pages_again),
         cmocka_unit_test(no_retention_keeps_everything),
         cmocka_unit_test(bad_retention_is_refused),
     };
