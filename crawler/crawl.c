@@ -1553,7 +1553,7 @@ int crawl_admit_remote(crawl *c, const crawl_link *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         const char *fetch = v[i].fetch_url ? v[i].fetch_url : v[i].url;
         size_t flen = v[i].fetch_url ? v[i].fetch_url_len : v[i].url_len;
-        if (admit(c, fetch, flen, v[i].url, v[i].url_len, v[i].depth, v[i].kind, 0) < 0)
+        if (admit(c, fetch, flen, v[i].url, v[i].url_len, v[i].depth, v[i].kind, 0, 0) < 0)
             return -EIO;
     }
     /* durable, and every new row pushed (on_inserted runs before it returns) */
