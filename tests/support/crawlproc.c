@@ -51,6 +51,12 @@ void crawlproc_kill_all(void)
 
 int crawlproc_start(crawlproc *p, const char *dir, const char *name, const char *const args[])
 {
+    return crawlproc_start_bin(p, proc_crawld_path(), dir, name, args);
+}
+
+int crawlproc_start_bin(crawlproc *p, const char *bin, const char *dir, const char *name,
+                        const char *const args[])
+{
     const char *argv[64];
     size_t n = 0;
     memset(p, 0, sizeof(*p));
@@ -60,7 +66,7 @@ int crawlproc_start(crawlproc *p, const char *dir, const char *name, const char 
         snprintf(p->err_path, sizeof(p->err_path), "%s/%s.err", dir, name) >=
             (int)sizeof(p->err_path))
         return -ENAMETOOLONG;
-    argv[n++] = proc_crawld_path();
+    argv[n++] = bin;
     for (size_t i = 0; args[i] != NULL; i++) {
         if (n == 63)
             return -E2BIG;

@@ -21,6 +21,9 @@ typedef struct crawlproc {
  * stdin from /dev/null, output into dir/name.out and dir/name.err.
  * 0 or a negative errno. */
 int crawlproc_start(crawlproc *p, const char *dir, const char *name, const char *const args[]);
+/* The same with another binary (e.g. $CRAWLD_FAULTS_BIN). */
+int crawlproc_start_bin(crawlproc *p, const char *bin, const char *dir, const char *name,
+                        const char *const args[]);
 /* Waits up to timeout_ms (< 0: for ever) for it to end. Its status (exit
  * code, or 128 + signal), -ETIMEDOUT if still running, -ECHILD if it is not
  * running (and was never started). */
