@@ -10,9 +10,10 @@
  * starts per host are spaced by the politeness delay; duplicates only for
  * URLs in flight on a killed node, at most its transfer count.
  *
- * The first two tests need no cluster: the oracles against a synthetic log
- * (each must catch what it checks), and one ordinary crawld over the same
- * site (what the oracles say of a correct single-node crawl). The
+ * The first three tests need no cluster: the oracles against a synthetic
+ * log (each must catch what it checks), one ordinary crawld over the same
+ * site (what the oracles say of a correct single-node crawl), and two at
+ * once (what they say of nodes that do not partition). The
  * scenarios need `crawld run` to crawl as a cluster node; a build that
  * refuses cluster.redis skips them, saying so. */
 #include <errno.h>
@@ -331,6 +332,34 @@ static void single_node_meets_the_oracles(void **state)
     check_oracles(0, 1);
 }
 
+/* The negative control with real processes: two ordinary crawlds on the
+ * same site at once (what a cluster without partitioning would be) fetch
+ * hosts at overlapping times and fetch URLs twice, and the oracles say so. */
+static void two_unpartitioned_nodes_fail_the_oracles(void **state)
+{
+    (void)state;
+    testsite_req *v;
+    size_t n;
+    oracle_result r;
+    world_begin(0);
+    node_start(0);
+    node_start(1);
+    node_expect_exit(0, 0);
+    node_expect_exit(1, 0);
+    assert_int_equal(testsite_stop(&W.site), 0);
+    assert_int_equal(testsite_log_read(&W.site, &v, &n), 0);
+    oracle_opts o = { W.site.port, DELAY_MS * 1000LL, DELAY_MS * 1000LL / 10, 1 };
+    assert_int_equal(oracle_check(v, n, &W.want, &o, &r), 0);
+    testsite_log_free(v, n);
+    print_message("two unpartitioned nodes: %zu agents, %zu duplicate fetches, %zu overlaps, "
+                  "%zu short gaps\n",
+                  r.agents, r.dup_fetches, r.overlaps, r.short_gaps);
+    assert_int_equal(r.agents, 2);
+    assert_true(r.missing == 0 && r.extra == 0); /* each fetched the whole set */
+    assert_true(r.dup_fetches >= W.want.n / 2);
+    assert_true(r.overlaps > 0 || r.short_gaps > 0);
+}
+
 /* ---- the cluster scenarios -------------------------------------------- */
 
 /* Does this crawld crawl as a cluster node? One that cannot says so and
@@ -532,6 +561,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(oracles_catch_overlap_spacing_duplicates_and_set, teardown),
         cmocka_unit_test_teardown(single_node_meets_the_oracles, teardown),
+        cmocka_unit_test_teardown(two_unpartitioned_nodes_fail_the_oracles, teardown),
         cmocka_unit_test_teardown(steady_state_three_nodes, teardown),
         cmocka_unit_test_teardown(kill9_node_and_restart_within_grace, teardown),
         cmocka_unit_test_teardown(kill9_node_for_good, teardown),
