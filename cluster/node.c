@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cluster/quiet.h"
 #include "cluster/slotmap.h"
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -24,6 +25,13 @@ struct node {
     uint32_t *held;
     pthread_mutex_t mu;    /* guards info */
     node_info info;
+    quiet *q;              /* NULL without o.quiet */
+    atomic_bool *mine;     /* per slot: held (node_holds) */
+    atomic_bool settled, ended;
+    uint64_t epoch_seen;
+    int64_t epoch_since;   /* when epoch_seen was first seen */
+    int64_t paused_since;  /* 0: not paused */
+    uint64_t pauses;
 };
 
 static void nap_ms(int64_t ms)
@@ -41,6 +49,24 @@ static void publish(node *n)
     xchg_get_info(n->fw, &in.forwarder);
     in.outbox = outbox_count(n->o.outbox);
     in.paused = !in.member.redis_up || !in.reader.redis_up || !in.forwarder.redis_up;
+    in.settled = atomic_load(&n->settled);
+    in.ended = atomic_load(&n->ended);
+    int64_t now = cr_mono_ms();
+    if (in.paused && n->paused_since == 0) {
+        n->paused_since = now;
+        n->pauses++;
+        fprintf(stderr, "crawld: cluster paused: Redis is unreachable (%.200s); not fetching,"
+                        " retrying every %lld ms\n",
+                in.member.error[0] ? in.member.error
+                : in.reader.error[0] ? in.reader.error : in.forwarder.error,
+                (long long)member_tick_ms(n->m));
+    } else if (!in.paused && n->paused_since != 0) {
+        fprintf(stderr, "crawld: cluster resumed: Redis is reachable again after %.1f s\n",
+                (double)(now - n->paused_since) / 1000.0);
+        n->paused_since = 0;
+    }
+    in.paused_ms = n->paused_since ? now - n->paused_since : 0;
+    in.pauses = n->pauses;
     if (in.paused)
         snprintf(in.why, sizeof in.why, "cluster paused, Redis unreachable: %.250s",
                  in.member.error[0] ? in.member.error
@@ -50,11 +76,51 @@ static void publish(node *n)
     pthread_mutex_unlock(&n->mu);
 }
 
+/* The held slots for node_holds, and whether the map has settled. */
+static void follow(node *n, int64_t now, size_t k)
+{
+    uint32_t slots = member_slots(n->m);
+    size_t i = 0; /* held[] is in slot order: one pass, no slot ever reads false by mistake */
+    for (uint32_t s = 0; s < slots; s++) {
+        bool held = i < k && n->held[i] == s;
+        i += held;
+        atomic_store(&n->mine[s], held);
+    }
+    member_info mi;
+    member_get_info(n->m, &mi);
+    if (mi.epoch != n->epoch_seen) {
+        n->epoch_seen = mi.epoch;
+        n->epoch_since = now;
+    }
+    if (!atomic_load(&n->settled) && mi.redis_up && mi.epoch > 0 && mi.held == mi.wanted &&
+        k == mi.held && now - n->epoch_since >= n->o.member.lease_ms)
+        atomic_store(&n->settled, true);
+}
+
+/* Publishes this node's report and runs a round of the end check. */
+static void check_end(node *n)
+{
+    uint64_t gen = 0;
+    int q = n->o.quiet(n->o.end_arg, &gen);
+    if (q < 0)
+        return; /* not started: no report, so the others wait for it */
+    /* idle only with the outbox empty: a link between outbox and stream
+     * is in the outbox until the stream has it */
+    bool idle = q == 1 && outbox_count(n->o.outbox) == 0;
+    if (quiet_publish(n->q, idle, gen) < 0)
+        return;
+    if (quiet_check(n->q) == 1) {
+        atomic_store(&n->ended, true);
+        if (n->o.ended)
+            n->o.ended(n->o.end_arg);
+    }
+}
+
 static void *run(void *arg)
 {
     node *n = arg;
     uint32_t slots = member_slots(n->m);
-    int64_t tick = member_tick_ms(n->m), next = 0, next_trim = 0;
+    int64_t tick = member_tick_ms(n->m), next = 0, next_trim = 0, next_quiet = 0;
     while (!atomic_load(&n->stop)) {
         int64_t now = cr_mono_ms();
         if (now >= next) {
@@ -64,6 +130,7 @@ static void *run(void *arg)
         while (xchg_forward(n->fw, n->o.outbox) > 0 && !atomic_load(&n->stop))
             ;
         size_t k = member_held_slots(n->m, n->held, slots);
+        follow(n, now, k);
         for (size_t i = 0; i < k; i++)
             if (!n->had[n->held[i]])
                 xchg_claim(n->rd, n->held[i], n->o.member.lease_ms);
@@ -85,6 +152,10 @@ static void *run(void *arg)
             for (size_t i = 0; i < fresh; i++)
                 xchg_trim(n->rd, n->held[i]);
             next_trim = now + 10 * tick;
+        }
+        if (n->q != NULL && now >= next_quiet && !atomic_load(&n->ended)) {
+            check_end(n);
+            next_quiet = now + tick;
         }
         publish(n);
     }
@@ -113,16 +184,22 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
     if (rc == 0) {
         n->had = cr_calloc(member_slots(n->m), sizeof *n->had);
         n->held = cr_calloc(member_slots(n->m), sizeof *n->held);
-        if (n->had == NULL || n->held == NULL) {
+        n->mine = cr_calloc(member_slots(n->m), sizeof *n->mine);
+        if (n->had == NULL || n->held == NULL || n->mine == NULL) {
             snprintf(err, errlen, "out of memory");
             rc = -ENOMEM;
         }
     }
+    if (rc == 0 && o->quiet != NULL)
+        rc = quiet_open(o->member.redis, o->member.crawl_id, o->member.node_id,
+                        member_slots(n->m), (int)o->member.lease_ms, &n->q, err, errlen);
     if (rc == 0 && pthread_create(&n->th, NULL, run, n) != 0) {
         snprintf(err, errlen, "cannot start the cluster thread");
         rc = -EAGAIN;
     }
     if (rc < 0) {
+        quiet_free(n->q);
+        cr_free((void *)n->mine);
         xchg_free(n->fw);
         xchg_free(n->rd);
         member_free(n->m);
@@ -146,7 +223,11 @@ void node_stop(node *n, bool leave)
         while (xchg_forward(n->fw, n->o.outbox) > 0)
             ;
         member_leave(n->m);
+        if (n->q && !atomic_load(&n->ended))
+            quiet_leave(n->q);
     }
+    quiet_free(n->q);
+    cr_free((void *)n->mine);
     xchg_free(n->fw);
     xchg_free(n->rd);
     member_free(n->m);
@@ -154,6 +235,16 @@ void node_stop(node *n, bool leave)
     cr_free(n->held);
     pthread_mutex_destroy(&n->mu);
     cr_free(n);
+}
+
+int node_settled(const node *n)
+{
+    return atomic_load(&n->settled);
+}
+
+int node_holds(const node *n, uint32_t slot)
+{
+    return slot < member_slots(n->m) && atomic_load(&n->mine[slot]);
 }
 
 uint32_t node_slot_of(const node *n, const char *host, size_t len)

@@ -30,6 +30,14 @@ typedef struct node_opts {
     outbox *outbox;        /* borrowed; links this node found for foreign slots */
     xchg_apply_fn apply;   /* links for this node's slots: admit them */
     void *apply_arg;
+    /* The end of the crawl (NULL: never, as in daemon mode): quiet says
+     * whether this node is idle (1), busy (0) or not started yet (< 0),
+     * with a count of what it did (see cluster/quiet); once every node is
+     * idle and every stream empty, agreed through Redis, ended is called
+     * once, on the node thread. */
+    int (*quiet)(void *arg, uint64_t *gen /* OUT */);
+    void (*ended)(void *arg);
+    void *end_arg;
 } node_opts;
 
 typedef struct node_info {
@@ -38,6 +46,10 @@ typedef struct node_info {
     xchg_info forwarder;
     int64_t outbox;        /* rows waiting */
     bool paused;           /* Redis unreachable: not fetching, retrying */
+    bool settled;          /* the map held still for a lease and this node holds its share */
+    bool ended;            /* the whole crawl was found quiescent */
+    int64_t paused_ms;     /* how long the current pause has lasted (0: not paused) */
+    uint64_t pauses;       /* pauses since the start */
     char why[300];         /* when paused: the message users see */
 } node_info;
 
@@ -47,6 +59,15 @@ int node_start(const node_opts *o, node **out /* OUT */, char *err, size_t errle
 /* Stops the thread; with leave, releases every lease at once (SIGTERM),
  * else lets them run out (as a crash would). Frees n. */
 void node_stop(node *n, bool leave);
+
+/* 1 once the slot map held still for a lease (the nodes that start
+ * together have joined) and this node holds every slot the map gives it:
+ * then seeds may be routed. Any thread. */
+int node_settled(const node *n);
+
+/* 1 when this node holds slot (its links are admitted here), else 0.
+ * Any thread. */
+int node_holds(const node *n, uint32_t slot);
 
 /* The slot of a host. */
 uint32_t node_slot_of(const node *n, const char *host, size_t len);

@@ -88,6 +88,7 @@
 #include "frontier/scope.h"
 #include "storage/db.h"
 #include "storage/dispatchlog.h"
+#include "storage/outbox.h"
 #include "storage/spool.h"
 #include "storage/warc.h"
 
@@ -167,7 +168,22 @@ struct crawl {
     sampler *smp;               /* the scheduler's: figures over time */
     recrawl *rc;                /* the re-crawl: history, due rows (recrawl.h) */
     int64_t run_start_ms;       /* wall clock: a one-pass run fetches a row once */
+
+    /* cluster mode (crawl_set_cluster); cl.ob NULL: a single node */
+    crawl_cluster cl;
+    atomic_uint_fast64_t activity;   /* pushes, dispatches, forwards: see crawl_quiet */
+    atomic_uint_fast64_t idle_at;    /* activity when the last drained run began */
+    atomic_bool idle;                /* the scheduler saw drained twice (idle_at valid) */
+    atomic_bool cl_end;              /* the whole cluster is quiescent: end the run */
+    atomic_uint_fast64_t forwarded, forward_errors;
 };
+
+/* Links of one page for other nodes' slots, committed to the outbox
+ * before the page's outcome (see hook_done). */
+typedef struct obatch {
+    outbox_link *v;
+    size_t n, cap;
+} obatch;
 
 /* A fetch in progress: owned by the hooks from submit to on_done. */
 struct fjob {
@@ -192,6 +208,7 @@ struct fjob {
     char ip[64];
     int64_t links_tested, links_new; /* this page's links that met the seen test */
     recrawl_job *rj;            /* what an earlier fetch left (NULL: none asked) */
+    obatch ob;                  /* cluster: links for foreign slots */
 };
 
 static int64_t mono_ms(void)
@@ -247,6 +264,7 @@ static void push_new(crawl *c, int64_t id, const char *fetch, size_t flen, int d
         memcpy(host, fetch + off, hl);
         host[hl] = '\0';
         frontier_push(c->fr, id, fetch, flen, host, depth, kind);
+        atomic_fetch_add(&c->activity, 1); /* after the push: see crawl_quiet */
         nudge(c);
     }
 }
@@ -285,15 +303,108 @@ static int discover_from(crawl *c, const char *fetch, size_t flen, const char *k
     return admit(c, fetch, flen, key, klen, depth, kind, hops);
 }
 
+static tctx *my_ctx(crawl *c);
+
+static void obatch_free(obatch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        cr_free((void *)b->v[i].url);
+        cr_free((void *)b->v[i].fetch_url);
+        cr_free((void *)b->v[i].host);
+    }
+    cr_free(b->v);
+    memset(b, 0, sizeof *b);
+}
+
+/* Cluster mode: a URL whose host is in another node's slot goes to the
+ * outbox (the owner makes the seen test). Found on a page being fetched,
+ * it waits in the page's batch, which hook_done commits before the page's
+ * outcome; else (a seed, an API call) it is committed here. 0 (it is not
+ * new here), or < 0 when it could not be kept. */
+static int forward(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
+                   const char *host, size_t hl, uint32_t slot, int depth, int kind)
+{
+    bool same = flen == klen && memcmp(fetch, key, klen) == 0;
+    tctx *t = my_ctx(c);
+    fjob *j = t ? t->current : NULL;
+    atomic_fetch_add(&c->activity, 1);
+    if (j == NULL) {
+        char h[DB_HOST_MAX + 1];
+        if (hl > DB_HOST_MAX)
+            return 0;
+        memcpy(h, host, hl);
+        h[hl] = '\0';
+        outbox_link l = { .slot = slot, .url = key, .url_len = klen,
+                          .fetch_url = same ? NULL : fetch, .fetch_url_len = same ? 0 : flen,
+                          .host = h, .depth = depth, .kind = kind };
+        int rc = outbox_add(c->cl.ob, &l, 1);
+        if (rc < 0) {
+            bump(&c->forward_errors);
+            return rc;
+        }
+        bump(&c->forwarded);
+        return 0;
+    }
+    obatch *b = &j->ob;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 16;
+        outbox_link *v = cr_realloc(b->v, cap * sizeof *v);
+        if (v == NULL)
+            return -ENOMEM;
+        b->v = v;
+        b->cap = cap;
+    }
+    outbox_link *l = &b->v[b->n];
+    memset(l, 0, sizeof *l);
+    l->slot = slot;
+    l->url = cr_strndup(key, klen);
+    l->url_len = klen;
+    l->fetch_url = same ? NULL : cr_strndup(fetch, flen);
+    l->fetch_url_len = same ? 0 : flen;
+    l->host = cr_strndup(host, hl);
+    l->depth = depth;
+    l->kind = kind;
+    if (l->url == NULL || l->host == NULL || (!same && l->fetch_url == NULL)) {
+        cr_free((void *)l->url);
+        cr_free((void *)l->fetch_url);
+        cr_free((void *)l->host);
+        return -ENOMEM;
+    }
+    b->n++;
+    return 0;
+}
+
+/* Commits j's foreign links to the outbox (durable on return 0). */
+static int flush_forwards(crawl *c, fjob *j)
+{
+    if (j->ob.n == 0)
+        return 0;
+    int rc = outbox_add(c->cl.ob, j->ob.v, j->ob.n);
+    if (rc < 0) {
+        bump(&c->forward_errors);
+        if (c->log)
+            fprintf(c->log, "crawld: cluster: the outbox failed (%s); %s is fetched again\n",
+                    strerror(-rc), j->url);
+        return rc;
+    }
+    atomic_fetch_add_explicit(&c->forwarded, j->ob.n, memory_order_relaxed);
+    obatch_free(&j->ob);
+    return 0;
+}
+
 /* An in-scope URL: the seen test, and if new its row (queued) and its
  * place in the frontier, once the row is committed. 1 new, 0 duplicate
- * (or no host), < 0 storage error. */
+ * (or no host; in cluster mode also a URL forwarded to its slot's owner),
+ * < 0 storage error. */
 static int admit(crawl *c, const char *fetch, size_t flen, const char *key, size_t klen,
                  int depth, int kind, int hops)
 {
     size_t off, hl;
     if (url_host(fetch, flen, &off, &hl) < 0)
         return 0;
+    uint32_t slot = 0;
+    if (c->cl.ob != NULL && !c->cl.local(c->cl.arg, fetch + off, hl, &slot))
+        return forward(c, fetch, flen, key, klen, fetch + off, hl, slot, depth, kind);
     pending *p = cr_malloc(sizeof *p + flen);
     if (p == NULL)
         return -ENOMEM;
@@ -587,6 +698,7 @@ static void fjob_free(fjob *j)
     cr_buf_release(&j->css_body);
     sitemaps_fetch_abort(j->smf);
     recrawl_job_free(j->rj);
+    obatch_free(&j->ob);
     cr_free(j);
 }
 
@@ -765,6 +877,9 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
         nudge(c);
         return;
     }
+    tctx *self = my_ctx(c);
+    if (self)
+        self->current = j; /* the redirect target may be another node's */
     /* a redirect's Location is a discovered link, one hop further */
     if (answered && j->status >= 300 && j->status < 400 && j->location) {
         bump(&c->redirects);
@@ -791,6 +906,15 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
             cr_buf_release(&out);
             cr_buf_release(&key);
         }
+    }
+    if (self)
+        self->current = NULL;
+    if (c->cl.ob != NULL && flush_forwards(c, j) < 0) {
+        /* its links are not kept: no outcome, the page is fetched again */
+        frontier_return(c->fr, &j->fj);
+        fjob_free(j);
+        nudge(c);
+        return;
     }
     char reason[512];
     snprintf(reason, sizeof reason, "%s", r->reason ? r->reason : "");
@@ -850,6 +974,7 @@ static int dispatch(crawl *c, int64_t *wake)
         fjob_free(j);
         return FRONTIER_WAIT;
     }
+    atomic_fetch_add(&c->activity, 1);
     return FRONTIER_JOB;
 }
 
@@ -1275,12 +1400,20 @@ int crawl_run(crawl *c)
     uint64_t drained_mark = 0; /* jobs submitted when drained was last seen */
     int64_t next_stats = mono_ms();
     int64_t next_due = 0; /* the next look for due rows (recrawl_promote) */
+    uint_fast64_t drain_act = 0; /* activity when the current drained run began */
+    /* a single node ends when drained; a cluster node when the cluster is */
+    bool ends_drained = !c->cfg->crawl.daemon && c->cl.ob == NULL;
     for (;;) {
         pthread_mutex_lock(&c->lock);
         int stop = c->stop_level;
         pthread_mutex_unlock(&c->lock);
         if (stop)
             break;
+        if (atomic_load(&c->cl_end)) {
+            set_end(c, END_DRAINED);
+            c->done = true;
+            break;
+        }
         if (watch_storage(c) < 0) {
             crawl_stop_by(c, "storage failure");
             crawl_stop_by(c, "storage failure"); /* abort: no outcome can be stored */
@@ -1313,6 +1446,7 @@ int crawl_run(crawl *c)
             next_due = now + 1000;
         }
         uint_fast64_t nudged = atomic_load(&c->nudges);
+        uint_fast64_t act0 = atomic_load(&c->activity); /* before the frontier is asked */
         int64_t wake = -1;
         int r = FRONTIER_WAIT;
         while (fetcher_free_slots(c->f) > 0) {
@@ -1335,6 +1469,12 @@ int crawl_run(crawl *c)
             if (fst.submitted != drained_mark)
                 drained_checks = 0;
             drained_mark = fst.submitted;
+            if (drained_checks >= 2 && act0 != atomic_load(&c->idle_at))
+                drained_checks = 0; /* something happened since: look again */
+            if (drained_checks == 0 && !c->flushing) {
+                atomic_store(&c->idle, false);
+                drain_act = act0;
+            }
             if (drained_checks >= 2) {
                 /* a drained daemon idles until a seed or an API call nudges it */
                 wait_until(c, -1, nudged);
@@ -1367,7 +1507,11 @@ int crawl_run(crawl *c)
                 drained_checks = 0;
                 continue;
             }
-            if (++drained_checks >= 2 && !c->cfg->crawl.daemon) {
+            if (++drained_checks >= 2) {
+                atomic_store(&c->idle_at, drain_act);
+                atomic_store(&c->idle, true);
+            }
+            if (drained_checks >= 2 && ends_drained) {
                 frontier_stats fs;
                 frontier_get_stats(c->fr, &fs);
                 set_end(c, fs.limit_reached ? END_MAX_PAGES : END_DRAINED);
@@ -1378,9 +1522,52 @@ int crawl_run(crawl *c)
             continue;
         }
         drained_checks = 0;
+        atomic_store(&c->idle, false);
         wait_until(c, wake, nudged);
     }
     return 0;
+}
+
+/* ---- cluster mode -------------------------------------------------------- */
+
+/* The gate: the frontier hands out a host only while this node holds its
+ * slot's lease (fencing). */
+static int cluster_gate(void *arg, const char *host)
+{
+    crawl *c = arg;
+    return c->cl.may_fetch(c->cl.arg, host);
+}
+
+void crawl_set_cluster(crawl *c, const crawl_cluster *cl, int64_t gate_retry_ms)
+{
+    c->cl = *cl;
+    frontier_set_gate(c->fr, cluster_gate, c, gate_retry_ms);
+}
+
+int crawl_admit_remote(crawl *c, const crawl_link *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *fetch = v[i].fetch_url ? v[i].fetch_url : v[i].url;
+        size_t flen = v[i].fetch_url ? v[i].fetch_url_len : v[i].url_len;
+        if (admit(c, fetch, flen, v[i].url, v[i].url_len, v[i].depth, v[i].kind, 0) < 0)
+            return -EIO;
+    }
+    /* durable, and every new row pushed (on_inserted runs before it returns) */
+    return db_flush(c->d) < 0 ? -EIO : 0;
+}
+
+bool crawl_quiet(crawl *c, uint64_t *gen)
+{
+    bool idle = atomic_load(&c->idle);
+    uint_fast64_t at = atomic_load(&c->idle_at), act = atomic_load(&c->activity);
+    *gen = act;
+    return idle && at == act;
+}
+
+void crawl_end_cluster(crawl *c)
+{
+    atomic_store(&c->cl_end, true);
+    nudge(c);
 }
 
 /* ---- figures ----------------------------------------------------------- */

@@ -32,6 +32,7 @@
 #include "frontier/frontier.h"
 #include "frontier/scope.h"
 #include "storage/db.h"
+#include "storage/outbox.h"
 
 typedef struct crawl crawl;
 
@@ -56,6 +57,42 @@ void crawl_stop(crawl *c);
 void crawl_stop_by(crawl *c, const char *who);
 void crawl_pause(crawl *c);
 void crawl_resume(crawl *c);
+
+/* Cluster mode (crawler/clusterrun sets it up; the single node never
+ * calls these). Every URL whose host is not local (cl.local says 0, with
+ * its slot) goes to cl.ob for the owner of its slot, instead of the seen
+ * test: found on a page, in one outbox commit before the page's outcome is
+ * recorded; a seed or an API URL at once. The frontier hands out only
+ * hosts cl.may_fetch allows now (else they wait gate_retry_ms). The run
+ * does not end when this node drains: it ends at crawl_end_cluster. */
+typedef struct crawl_cluster {
+    int (*local)(void *arg, const char *host, size_t len, uint32_t *slot /* OUT */);
+    int (*may_fetch)(void *arg, const char *host);
+    outbox *ob;
+    void *arg;
+} crawl_cluster;
+/* Before crawl_add_seed and crawl_run. */
+void crawl_set_cluster(crawl *c, const crawl_cluster *cl, int64_t gate_retry_ms);
+
+/* A link another node found for a host of this node's slots. */
+typedef struct crawl_link {
+    const char *url;            /* the key */
+    size_t url_len;
+    const char *fetch_url;      /* NULL: the same as url */
+    size_t fetch_url_len;
+    int depth, kind;
+} crawl_link;
+/* The seen test and frontier insert of v[0..n), then a commit: 0 once
+ * durable (and every new row is in the frontier), or -EIO. Any thread. */
+int crawl_admit_remote(crawl *c, const crawl_link *v, size_t n);
+
+/* true when this node has nothing to do: the scheduler saw the frontier
+ * drained twice (nothing in flight) and nothing was pushed, dispatched or
+ * forwarded since. *gen counts those events: equal gens in two quiet
+ * answers mean the node did nothing in between. Any thread. OUT: gen */
+bool crawl_quiet(crawl *c, uint64_t *gen);
+/* The cluster agreed it is quiescent: crawl_run ends ("frontier drained"). */
+void crawl_end_cluster(crawl *c);
 
 /* The duplicate filter as a service (POST /v1/dedup): canonicalizes url and
  * asks the seen test; URLs outside the crawl's scope are trusted to the

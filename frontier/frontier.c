@@ -95,6 +95,9 @@ struct frontier {
     size_t opq_head, opq_n, opq_cap;
     pthread_mutex_t wlock;   /* held while draining opq; taken before lock */
     frontier_stats st;       /* counters (the gauges are filled on read) */
+    frontier_gate_fn gate;   /* NULL: every host may be asked */
+    void *gate_arg;
+    int64_t gate_retry_ms;
 };
 
 /* A slot at the tail of the write FIFO (under f->lock), zeroed; NULL when
@@ -383,13 +386,13 @@ static void host_touch(frontier *f, fhost *h)
     if (!has_new && h->nretry == 0)
         return;
     if (h->given_up) {
-        t = 0; /* its URLs are failed without a request: no waiting */
+        t = h->gated_until; /* its URLs are failed without a request: no waiting */
     } else {
         if (h->in_flight >= f->o.max_per_host)
             return;
         if (f->o.obey_robots && h->robots_fetching)
             return;
-        t = max64(h->next_ok, h->paused_until);
+        t = max64(max64(h->next_ok, h->paused_until), h->gated_until);
         if (f->o.obey_robots && h->rules == NULL)
             t = max64(t, h->robots_retry_at);
         else if (!has_new)
@@ -1015,6 +1018,12 @@ again:
             break;
         }
         heap_remove(f, HEAP_READY, h);
+        if (f->gate != NULL && !f->gate(f->gate_arg, h->name)) {
+            h->gated_until = now + f->gate_retry_ms; /* asked again then */
+            f->st.gated++;
+            host_touch(f, h);
+            continue;
+        }
         if (f->o.obey_robots && !h->given_up &&
             (h->rules == NULL || robots_needed(f, h, now))) {
             if (h->origin == NULL && h->q.n == 0 && h->more) {
@@ -1380,6 +1389,15 @@ void frontier_pause(frontier *f)
 {
     pthread_mutex_lock(&f->lock);
     f->paused = true;
+    pthread_mutex_unlock(&f->lock);
+}
+
+void frontier_set_gate(frontier *f, frontier_gate_fn gate, void *arg, int64_t retry_ms)
+{
+    pthread_mutex_lock(&f->lock);
+    f->gate = gate;
+    f->gate_arg = arg;
+    f->gate_retry_ms = retry_ms > 0 ? retry_ms : 1;
     pthread_mutex_unlock(&f->lock);
 }
 

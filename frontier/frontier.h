@@ -232,6 +232,14 @@ void frontier_job_release(frontier_job *job);
 void frontier_pause(frontier *f);
 void frontier_resume(frontier *f);
 
+/* A gate on hosts (cluster mode: only hosts of the slots this node holds
+ * may be fetched). Called under the frontier's lock, before a ready host
+ * is asked for a job: 0 keeps the host waiting retry_ms, then it is asked
+ * again; its URLs stay queued. gate must not call into the frontier.
+ * NULL removes it. Set it before the first frontier_next. */
+typedef int (*frontier_gate_fn)(void *arg, const char *host);
+void frontier_set_gate(frontier *f, frontier_gate_fn gate, void *arg, int64_t retry_ms);
+
 typedef struct frontier_stats {
     int64_t mem_entries;      /* URLs held in memory (queues and retries) */
     int64_t mem_peak;         /* the most ever held */
@@ -258,6 +266,7 @@ typedef struct frontier_stats {
     int64_t politeness_waits; /* times a host with work waited for its delay */
     int64_t limit_skipped;    /* URLs not handed out because of max_pages(_per_host) */
     int64_t pushes;           /* frontier_push calls */
+    int64_t gated;            /* times the gate held a ready host back */
     int64_t pushes_dropped;   /* left in SQLite because memory was full */
     int64_t pushes_known;     /* already known (read back before the push) */
     int64_t refills;          /* per-host SQLite reads */

@@ -39,6 +39,7 @@ typedef struct fhost {
 
     int in_flight;
     int64_t next_ok, last_start, last_ms, paused_until;
+    int64_t gated_until;     /* the gate said no (cluster: a slot not held) */
     bool waiting;            /* a politeness wait is being counted */
 
     robots *rules;

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "crawler/clusterrun.h"
 #include "crawler/control.h"
 #include "crawler/crawl.h"
 #include "crawler/package.h"
@@ -193,14 +194,6 @@ int cmd_run(int argc, char **argv)
     crawl_config cfg;
     if (cli_conf_load(&cc, "run", &cfg, false) != 0)
         return 1;
-    if (cfg.cluster.redis[0] != '\0') {
-        /* Refused, never silently crawled alone: see cluster/README.md. */
-        fprintf(stderr, "crawld run: cluster.redis is set, but this build cannot crawl as a"
-                        " cluster node yet (cluster/ has the membership and the link exchange,"
-                        " not the partitioned crawl); unset cluster.redis to crawl on one node\n");
-        config_release(&cfg);
-        return 1;
-    }
     /* every thread started from here on inherits the blocked signals */
     sigset_t set, old;
     sigemptyset(&set);
@@ -226,10 +219,20 @@ int cmd_run(int argc, char **argv)
     pthread_mutex_init(&r.lock, NULL);
     pthread_cond_init(&r.cond, NULL);
     control *ctl = NULL;
+    clusterrun *cr = NULL;
     r.c = crawl_open(&cfg, r.note, err, sizeof err);
     if (r.c == NULL) {
         fprintf(errs, "crawld run: %s\n", err);
         goto out;
+    }
+    if (cfg.cluster.redis[0] != '\0') {
+        /* a node of a shared crawl: seeds go where the settled map says */
+        if (clusterrun_start(r.c, &cfg, r.note, &cr, err, sizeof err) < 0) {
+            fprintf(errs, "crawld run: cluster: %s\n", err);
+            goto out;
+        }
+        if (clusterrun_wait_settled(cr) < 0)
+            goto out;
     }
     long seeds = 0;
     for (size_t i = 0; i < cfg.crawl.seeds.n; i++) {
@@ -257,6 +260,8 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
     }
+    if (cr)
+        clusterrun_ready(cr);
     fprintf(r.info, "crawld: crawling with %ld new seeds, state in %s%s%s\n", seeds,
             cfg.storage.state_dir, ctl ? ", control API on " : "",
             ctl ? control_address(ctl) : "");
@@ -271,6 +276,10 @@ int cmd_run(int argc, char **argv)
     control_stop(ctl);
     ctl = NULL;
     int finish_rc = crawl_finish(r.c);
+    /* after the last outcome (and its outbox rows), before the close: a
+     * node that ends leaves at once, its leases released */
+    clusterrun_stop(cr, true);
+    cr = NULL;
     crawl_summary(r.c, r.info);
     /* The signal thread calls into the crawl: it ends before the crawl is
      * freed (a signal during the close stays blocked; the close is the
@@ -298,6 +307,7 @@ int cmd_run(int argc, char **argv)
     }
 out:
     control_stop(ctl);
+    clusterrun_stop(cr, true);
     if (r.c)
         crawl_close(r.c);
     pthread_cond_destroy(&r.cond);

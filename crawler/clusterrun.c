@@ -1,0 +1,162 @@
+/* crawler/clusterrun: one node of a shared crawl (see clusterrun.h). */
+#include "clusterrun.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster/member.h"
+#include "common/alloc.h"
+#include "storage/outbox.h"
+
+struct clusterrun {
+    crawl *c;
+    const crawl_config *cfg;
+    FILE *log;
+    outbox *ob;
+    node *n;
+    char node_id[512];
+    atomic_bool ready;
+};
+
+static int is_local(void *arg, const char *host, size_t len, uint32_t *slot)
+{
+    clusterrun *r = arg;
+    *slot = node_slot_of(r->n, host, len);
+    return node_holds(r->n, *slot);
+}
+
+static int may_fetch(void *arg, const char *host)
+{
+    clusterrun *r = arg;
+    return node_may_fetch(r->n, host, strlen(host));
+}
+
+/* The reader's apply: links for this node's slots, one commit. */
+static int apply(void *arg, const xchg_link *v, size_t n)
+{
+    clusterrun *r = arg;
+    crawl_link *l = cr_calloc(n ? n : 1, sizeof *l);
+    if (l == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        l[i].url = v[i].url;
+        l[i].url_len = v[i].url_len;
+        l[i].fetch_url = v[i].fetch_url;
+        l[i].fetch_url_len = v[i].fetch_url_len;
+        l[i].depth = v[i].depth;
+        l[i].kind = v[i].kind;
+    }
+    int rc = crawl_admit_remote(r->c, l, n);
+    cr_free(l);
+    return rc;
+}
+
+static int quiet(void *arg, uint64_t *gen)
+{
+    clusterrun *r = arg;
+    if (!atomic_load(&r->ready))
+        return -1;
+    return crawl_quiet(r->c, gen) ? 1 : 0;
+}
+
+static void ended(void *arg)
+{
+    clusterrun *r = arg;
+    if (r->log)
+        fprintf(r->log, "crawld: cluster: the whole crawl is quiescent (every node idle, every"
+                        " stream delivered and acked)\n");
+    crawl_end_cluster(r->c);
+}
+
+int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **out, char *err,
+                     size_t errlen)
+{
+    *out = NULL;
+    clusterrun *r = cr_calloc(1, sizeof *r);
+    if (r == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    r->c = c;
+    r->cfg = cfg;
+    r->log = log;
+    if (cfg->cluster.node_id[0])
+        snprintf(r->node_id, sizeof r->node_id, "%s", cfg->cluster.node_id);
+    else
+        member_default_node_id(cfg->storage.state_dir, r->node_id, sizeof r->node_id);
+    int rc = outbox_open(cfg->storage.state_dir, &r->ob, err, errlen);
+    if (rc < 0) {
+        cr_free(r);
+        return rc;
+    }
+    node_opts o = {
+        .member = { .redis = cfg->cluster.redis, .crawl_id = cfg->cluster.crawl_id,
+                    .node_id = r->node_id, .slots = (uint32_t)cfg->cluster.slots,
+                    .lease_ms = cfg->cluster.lease_ms },
+        .outbox = r->ob, .apply = apply, .apply_arg = r,
+        .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,
+    };
+    rc = node_start(&o, &r->n, err, errlen);
+    if (rc < 0) {
+        outbox_close(r->ob);
+        cr_free(r);
+        return rc;
+    }
+    crawl_cluster cl = { .local = is_local, .may_fetch = may_fetch, .ob = r->ob, .arg = r };
+    int64_t retry = cfg->cluster.lease_ms / 10;
+    crawl_set_cluster(c, &cl, retry > 0 ? retry : 1);
+    *out = r;
+    return 0;
+}
+
+int clusterrun_wait_settled(clusterrun *r)
+{
+    bool said = false;
+    int64_t waited = 0;
+    while (!node_settled(r->n)) {
+        crawl_status st;
+        crawl_status_get(r->c, &st, NULL, 0);
+        if (st.stopping)
+            return -EINTR;
+        if (!said && waited >= 2 * r->cfg->cluster.lease_ms) {
+            node_info in;
+            node_get_info(r->n, &in);
+            fprintf(r->log, "crawld: cluster: waiting for the slot map to settle (%s)\n",
+                    in.paused ? in.why : "nodes still joining");
+            said = true;
+        }
+        struct timespec ts = { 0, 20 * 1000000L };
+        nanosleep(&ts, NULL);
+        waited += 20;
+    }
+    node_info in;
+    node_get_info(r->n, &in);
+    fprintf(r->log, "crawld: cluster: node %s holds %u of %u slots (map epoch %llu)\n",
+            r->node_id, in.member.held, in.member.slots, (unsigned long long)in.member.epoch);
+    return 0;
+}
+
+void clusterrun_ready(clusterrun *r)
+{
+    atomic_store(&r->ready, true);
+}
+
+void clusterrun_stop(clusterrun *r, bool leave)
+{
+    if (r == NULL)
+        return;
+    node_stop(r->n, leave);
+    outbox_close(r->ob);
+    cr_free(r);
+}
+
+void clusterrun_info(clusterrun *r, node_info *out)
+{
+    if (r == NULL) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    node_get_info(r->n, out);
+}
