@@ -213,3 +213,23 @@ int crawlproc_summary_read(const crawlproc *p, crawlproc_summary *out)
     cr_free(text);
     return rc;
 }
+
+long crawlproc_refetch_reported(const crawlproc *p, int *lines)
+{
+    static const char head[] = "crawld: the last run ";
+    char *text = crawlproc_output(p, 2);
+    long sum = 0;
+    int k = 0;
+    for (const char *s = text; s != NULL && (s = strstr(s, head)) != NULL; s++) {
+        const char *q = strstr(s + strlen(head), ": ");
+        long n;
+        if (q != NULL && sscanf(q, ": %ld URLs had been requested without their outcome", &n) == 1) {
+            sum += n;
+            k++;
+        }
+    }
+    cr_free(text);
+    if (lines != NULL)
+        *lines = k;
+    return sum;
+}

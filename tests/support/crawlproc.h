@@ -50,4 +50,10 @@ typedef struct crawlproc_summary {
 } crawlproc_summary;
 int crawlproc_summary_read(const crawlproc *p, crawlproc_summary *out);
 
+/* What crawld said on stderr at its starts after a kill ("crawld: the last
+ * run ...: N URLs had been requested without their outcome"): the sum of
+ * N, the URLs it may fetch again. *lines (may be NULL) gets how many such
+ * lines there were. 0 when none. */
+long crawlproc_refetch_reported(const crawlproc *p, int *lines);
+
 #endif
