@@ -233,17 +233,34 @@ static int coordinate(member *m)
     if (rc < 0)
         goto out;
     size_t nlive = 0;
+    char sk[KEY_MAX];
+    key(m, sk, "seen");
     for (size_t i = 0; i < n; i++) {
         const char *id = redis_reply_str(redis_reply_at(mem, i), NULL);
         if (redis_reply_int(ex[i]) == 1) {
             live[nlive++] = id;
-        } else {
-            redis_reply *x = NULL;
-            rc = redis_cmd(m->rc, &x, "SREM", k, id, NULL);
-            redis_reply_free(x);
-            if (rc < 0)
-                goto out;
+            continue;
         }
+        /* lease gone: within the grace it keeps its slots (a restart on
+         * its state_dir takes them back); past it, it is dropped */
+        redis_reply *x = NULL;
+        rc = redis_cmd(m->rc, &x, "HGET", sk, id, NULL);
+        long long last = rc == 0 && redis_reply_type(x) == REDIS_T_STR
+                             ? strtoll(redis_reply_str(x, NULL), NULL, 10) : 0;
+        redis_reply_free(x);
+        if (rc < 0)
+            goto out;
+        if (m->o.grace_ms > 0 && last > 0 && cr_wall_ms() - last < m->o.grace_ms) {
+            live[nlive++] = id;
+            continue;
+        }
+        rc = redis_cmd(m->rc, &x, "SREM", k, id, NULL);
+        redis_reply_free(x);
+        if (rc == 0)
+            rc = redis_cmd(m->rc, &x, "HDEL", sk, id, NULL);
+        redis_reply_free(x);
+        if (rc < 0)
+            goto out;
     }
     if (nlive == 0)
         goto out;
@@ -424,7 +441,14 @@ int member_tick(member *m, int64_t now_ms)
         rc = redis_append(m->rc, 6, coord, NULL);
     if (rc == 0)
         rc = eval_append(m, RENEW_IF_MINE, ck);
-    nr = nheld + 4;
+    /* when this node was last alive, for the coordinator's grace */
+    char sk[KEY_MAX], wall[24];
+    key(m, sk, "seen");
+    snprintf(wall, sizeof wall, "%lld", (long long)cr_wall_ms());
+    const char *seen[] = { "HSET", sk, m->id, wall };
+    if (rc == 0)
+        rc = redis_append(m->rc, 4, seen, NULL);
+    nr = nheld + 5;
     if (rc == 0)
         rc = read_n(m, r, nr);
     if (rc < 0)
@@ -488,12 +512,17 @@ int member_leave(member *m)
     char nk[KEY_MAX], mk[KEY_MAX];
     snprintf(nk, sizeof nk, "%snode:%s", m->prefix, m->id);
     key(m, mk, "members");
-    const char *dn[] = { "DEL", nk }, *sr[] = { "SREM", mk, m->id };
+    char sk[KEY_MAX];
+    key(m, sk, "seen");
+    const char *dn[] = { "DEL", nk }, *sr[] = { "SREM", mk, m->id },
+               *hd[] = { "HDEL", sk, m->id };
     if (rc == 0)
         rc = redis_append(m->rc, 2, dn, NULL);
     if (rc == 0)
         rc = redis_append(m->rc, 3, sr, NULL);
-    for (size_t i = 0; i < n + 3 && rc == 0; i++) {
+    if (rc == 0)
+        rc = redis_append(m->rc, 3, hd, NULL); /* leaving: no grace */
+    for (size_t i = 0; i < n + 4 && rc == 0; i++) {
         redis_reply *r = NULL;
         rc = redis_read(m->rc, &r);
         redis_reply_free(r);

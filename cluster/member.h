@@ -38,6 +38,11 @@ typedef struct member_opts {
     const char *node_id;
     uint32_t slots;        /* used when this node creates the crawl */
     int64_t lease_ms;
+    /* A node whose lease ran out keeps its place in the map this long
+     * after its last renewal (wall clock, P"seen"), so a restart on its
+     * state_dir finds its slots; 0: dropped with its lease. A node that
+     * leaves (member_leave) is dropped at once. */
+    int64_t grace_ms;
     /* Asked before a slot taken away is released: 1 when no fetch of the
      * slot is in flight. NULL: always drained. Called on the owner thread. */
     int (*drained)(void *arg, uint32_t slot);

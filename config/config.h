@@ -140,6 +140,7 @@ typedef struct crawl_config {
         char *node_id;             /* "": hostname:state_dir */
         int64_t slots;
         int64_t lease_ms;
+        int64_t grace_ms;
     } cluster;
 } crawl_config;
 

@@ -50,7 +50,40 @@ static int apply(void *arg, const xchg_link *v, size_t n)
     }
     int rc = crawl_admit_remote(r->c, l, n);
     cr_free(l);
+    /* Fenced on the slot lease: a node paused in the middle of this apply
+     * may find its slot moved on. Then the entries stay pending (the new
+     * owner claims them, or this node reads them again if the slot stays),
+     * so nothing admitted here is the only copy. */
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!node_may_fetch(r->n, v[i].host, strlen(v[i].host)))
+            rc = -ESTALE;
     return rc;
+}
+
+static void status(void *arg, crawl_cluster_status *out)
+{
+    clusterrun *r = arg;
+    node_info in;
+    node_get_info(r->n, &in);
+    memset(out, 0, sizeof *out);
+    out->paused = in.paused;
+    out->settled = in.settled;
+    out->ended = in.ended;
+    out->coordinator = in.member.coordinator;
+    snprintf(out->why, sizeof out->why, "%s", in.why);
+    out->paused_ms = in.paused_ms;
+    out->pauses = in.pauses;
+    out->slots = in.member.slots;
+    out->held = in.member.held;
+    out->wanted = in.member.wanted;
+    out->epoch = in.member.epoch;
+    out->leases_lost = in.member.lost;
+    out->redis_errors = in.member.redis_errors;
+    out->outbox = in.outbox;
+    out->forwarded = in.forwarder.forwarded;
+    out->applied = in.reader.applied;
+    out->redelivered = in.reader.redelivered;
+    out->claimed = in.reader.claimed;
 }
 
 static int quiet(void *arg, uint64_t *gen)
@@ -94,7 +127,7 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
     node_opts o = {
         .member = { .redis = cfg->cluster.redis, .crawl_id = cfg->cluster.crawl_id,
                     .node_id = r->node_id, .slots = (uint32_t)cfg->cluster.slots,
-                    .lease_ms = cfg->cluster.lease_ms },
+                    .lease_ms = cfg->cluster.lease_ms, .grace_ms = cfg->cluster.grace_ms },
         .outbox = r->ob, .apply = apply, .apply_arg = r,
         .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,
     };
@@ -104,7 +137,8 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
         cr_free(r);
         return rc;
     }
-    crawl_cluster cl = { .local = is_local, .may_fetch = may_fetch, .ob = r->ob, .arg = r };
+    crawl_cluster cl = { .local = is_local, .may_fetch = may_fetch, .status = status,
+                         .ob = r->ob, .arg = r };
     int64_t retry = cfg->cluster.lease_ms / 10;
     crawl_set_cluster(c, &cl, retry > 0 ? retry : 1);
     *out = r;

@@ -1656,6 +1656,12 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     st->recovered_in_flight = c->recovered;
     pthread_mutex_lock(&c->lock);
     st->stopping = c->stop_level > 0;
+    if (c->cl.ob != NULL && c->cl.status != NULL) {
+        c->cl.status(c->cl.arg, &st->cluster);
+        st->cluster.on = true;
+        st->cluster.links_out = atomic_load(&c->forwarded);
+        st->cluster.outbox_errors = atomic_load(&c->forward_errors);
+    }
     st->done = c->done;
     pthread_mutex_unlock(&c->lock);
     seen_counters_get(c->s, &st->dedup);

@@ -65,9 +65,28 @@ void crawl_resume(crawl *c);
  * recorded; a seed or an API URL at once. The frontier hands out only
  * hosts cl.may_fetch allows now (else they wait gate_retry_ms). The run
  * does not end when this node drains: it ends at crawl_end_cluster. */
+/* A cluster node's figures, for /v1/status and /metrics (on: cluster mode). */
+typedef struct crawl_cluster_status {
+    bool on;
+    bool paused;               /* Redis unreachable: not fetching, retrying */
+    bool settled, ended, coordinator;
+    char why[300];             /* when paused: why */
+    int64_t paused_ms;         /* length of the current pause */
+    uint64_t pauses;           /* pauses since the start */
+    uint32_t slots, held, wanted;
+    uint64_t epoch;
+    uint64_t leases_lost;      /* slot leases found gone at renewal (fenced) */
+    uint64_t redis_errors;
+    int64_t outbox;            /* links waiting in the outbox */
+    uint64_t links_out;        /* links written to the outbox (crawl side) */
+    uint64_t outbox_errors;    /* outbox writes that failed (page fetched again) */
+    uint64_t forwarded, applied, redelivered, claimed; /* stream entries */
+} crawl_cluster_status;
+
 typedef struct crawl_cluster {
     int (*local)(void *arg, const char *host, size_t len, uint32_t *slot /* OUT */);
     int (*may_fetch)(void *arg, const char *host);
+    void (*status)(void *arg, crawl_cluster_status *out /* OUT */);
     outbox *ob;
     void *arg;
 } crawl_cluster;
@@ -158,6 +177,7 @@ typedef struct crawl_status {
     sitemaps_stats sitemaps;   /* crawler/sitemaps' counters */
     recrawl_stats recrawl;     /* the re-crawl's figures (crawler/recrawl.h) */
     char storage_error[512];   /* the store's last error, while stalled or failed */
+    crawl_cluster_status cluster; /* cluster mode's figures (cluster.on) */
     char end[256];             /* how the crawl ended: "frontier drained", "stopped at
                                   max_pages with N queued", "stopped by signal with N
                                   queued", "storage failed: ..."; "" while running */

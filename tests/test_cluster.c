@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "cluster/member.h"
+#include "cluster/quiet.h"
 #include "cluster/redis.h"
 #include "cluster/slotmap.h"
 #include "common/clock.h"
@@ -801,17 +802,179 @@ static void default_node_id_is_host_and_state_dir(void **state)
 
 /* Until the partitioned crawl is wired in, `crawld run` with
  * cluster.redis set refuses, rather than crawl alone. */
-static void run_refuses_cluster_mode_it_cannot_do(void **state)
+static void run_says_when_it_cannot_reach_redis(void **state)
 {
     (void)state;
     cr_buf err;
     cr_buf_init(&err, 1 << 16);
-    int rc = proc_crawld((const char *const[]){ "run", "--set", "cluster.redis=\"unix:/tmp/x.sock\"",
+    char dir[] = "/tmp/crawld-cluster-run-XXXXXX", set[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(set, sizeof set, "storage.state_dir=\"%s\"", dir);
+    int rc = proc_crawld((const char *const[]){ "run", "--set", "cluster.redis=\"unix:/nonexistent/x.sock\"",
+                                                "--set", set,
                                                 "--set", "crawl.seeds=[\"http://127.0.0.1:1/\"]", NULL },
                          NULL, NULL, &err);
     assert_int_equal(rc, 1);
-    assert_non_null(strstr(err.data, "crawld run: cluster.redis is set"));
+    assert_non_null(strstr(err.data, "crawld run: cluster: redis unix:/nonexistent/x.sock"));
     cr_buf_release(&err);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---- the end of a shared crawl (cluster/quiet) ---------------------------- */
+
+static quiet *quiet_for(const redisd *d, const char *crawl, const char *id, uint32_t slots)
+{
+    quiet *q = NULL;
+    char err[256];
+    if (quiet_open(redisd_addr(d), crawl, id, slots, 2000, &q, err, sizeof err) < 0)
+        fail_msg("quiet_open: %s", err);
+    return q;
+}
+
+static void sadd(redis_conn *c, const char *k, const char *v)
+{
+    redis_reply *r = NULL;
+    assert_int_equal(redis_cmd(c, &r, "SADD", k, v, NULL), 0);
+    redis_reply_free(r);
+}
+
+/* Publish both, then one round seen by a. */
+static int round_of(quiet *a, quiet *b, int idle_a, uint64_t gen_a, uint64_t gen_b)
+{
+    assert_int_equal(quiet_publish(a, idle_a, gen_a), 0);
+    assert_int_equal(quiet_publish(b, true, gen_b), 0);
+    return quiet_check(a);
+}
+
+static void quiet_ends_after_two_rounds_with_nothing_in_between(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 2000);
+    sadd(c, "crawld:q:members", "a");
+    sadd(c, "crawld:q:members", "b");
+    quiet *a = quiet_for(d, "q", "a", 4), *b = quiet_for(d, "q", "b", 4);
+    /* a node that has not published yet holds the end back */
+    assert_int_equal(quiet_publish(a, true, 5), 0);
+    assert_int_equal(quiet_check(a), 0);
+    assert_int_equal(quiet_check(a), 0);
+    /* all idle once: not yet; a round where b did not publish again: not yet */
+    assert_int_equal(round_of(a, b, 1, 5, 7), 0);
+    assert_int_equal(quiet_publish(a, true, 5), 0);
+    assert_int_equal(quiet_check(a), 0);
+    /* a busy node starts it over */
+    assert_int_equal(round_of(a, b, 0, 6, 7), 0);
+    assert_int_equal(round_of(a, b, 1, 6, 7), 0);
+    /* b did something in between (its count moved): starts over */
+    assert_int_equal(round_of(a, b, 1, 6, 8), 0);
+    /* now two rounds, both published again, the same counts: the end */
+    assert_int_equal(round_of(a, b, 1, 6, 8), 1);
+    char *done = get_str(c, "crawld:q:done");
+    assert_non_null(done);
+    assert_string_equal(done, "a");
+    free(done);
+    /* the other node sees it at its next round */
+    assert_int_equal(quiet_check(b), 1);
+    quiet_free(a);
+    quiet_free(b);
+    redis_free(c);
+    stop_redis(d);
+}
+
+static void quiet_waits_for_every_stream_entry_to_be_acked(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 2000);
+    sadd(c, "crawld:w:members", "a");
+    sadd(c, "crawld:w:members", "b");
+    quiet *a = quiet_for(d, "w", "a", 8), *b = quiet_for(d, "w", "b", 8);
+    redis_reply *r = NULL;
+    /* a link sent to slot 5 before anyone made the group */
+    assert_int_equal(redis_cmd(c, &r, "XADD", "crawld:w:links:5", "*", "u", "http://x.test/", NULL), 0);
+    redis_reply_free(r);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(round_of(a, b, 1, 1, 1), 0);
+    /* the group exists, the entry not delivered yet */
+    assert_int_equal(redis_cmd(c, &r, "XGROUP", "CREATE", "crawld:w:links:5", "owners", "0", NULL), 0);
+    redis_reply_free(r);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(round_of(a, b, 1, 1, 1), 0);
+    /* delivered, pending (a reader between its apply and its XACK) */
+    const char *rd[] = { "XREADGROUP", "GROUP", "owners", "b", "COUNT", "10", "STREAMS",
+                         "crawld:w:links:5", ">" };
+    assert_int_equal(redis_cmdv(c, 9, rd, NULL, &r), 0);
+    const redis_reply *ent = redis_reply_at(redis_reply_at(redis_reply_at(redis_reply_at(r, 0), 1), 0), 0);
+    char id[64];
+    snprintf(id, sizeof id, "%s", redis_reply_str(ent, NULL));
+    redis_reply_free(r);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(round_of(a, b, 1, 1, 1), 0);
+    assert_int_equal(redis_cmd(c, &r, "XACK", "crawld:w:links:5", "owners", id, NULL), 0);
+    redis_reply_free(r);
+    /* acked (the applier's count moved with it): two rounds end it */
+    assert_int_equal(round_of(a, b, 1, 1, 2), 0);
+    assert_int_equal(round_of(a, b, 1, 1, 2), 1);
+    quiet_free(a);
+    quiet_free(b);
+    redis_free(c);
+    stop_redis(d);
+}
+
+/* A node whose lease ran out keeps its slots in the map for grace_ms. */
+static void a_crashed_node_keeps_its_slots_within_the_grace(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    const uint32_t slots = 16;
+    const char *names[2] = { "node-a", "node-b" };
+    member_opts o = { .redis = redisd_addr(d), .crawl_id = "g", .slots = slots,
+                      .lease_ms = 200, .grace_ms = 1500 };
+    member *m[2];
+    char err[256];
+    for (int i = 0; i < 2; i++) {
+        o.node_id = names[i];
+        if (member_open(&o, &m[i], err, sizeof err) < 0)
+            fail_msg("member_open: %s", err);
+    }
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    member_info before, in;
+    member_get_info(m[0], &before);
+    /* node-b "crashes": no more ticks, its leases run out */
+    int64_t t0 = cr_wall_ms();
+    while (cr_wall_ms() - t0 < 800) {
+        assert_int_equal(member_tick(m[0], cr_mono_ms()), 0);
+        nap_ms(20);
+    }
+    member_get_info(m[0], &in);
+    assert_int_equal(in.epoch, before.epoch);      /* the map did not move */
+    assert_int_equal(in.held, before.held);        /* a did not take b's slots */
+    /* b comes back (same id) within the grace: it takes its slots again */
+    member_free(m[1]);
+    o.node_id = names[1];
+    assert_int_equal(member_open(&o, &m[1], err, sizeof err), 0);
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    member_get_info(m[1], &in);
+    assert_int_equal(in.epoch, before.epoch);
+    /* past the grace, a crashed node's slots move */
+    t0 = cr_wall_ms();
+    bool moved = false;
+    while (!moved && cr_wall_ms() - t0 < 5000) {
+        assert_int_equal(member_tick(m[0], cr_mono_ms()), 0);
+        member_get_info(m[0], &in);
+        moved = in.held == slots;
+        nap_ms(20);
+    }
+    assert_true(moved);
+    assert_true(cr_wall_ms() - t0 >= 1500 - 300);
+    member_free(m[0]);
+    member_free(m[1]);
+    stop_redis(d);
 }
 
 int main(void)
@@ -831,7 +994,10 @@ int main(void)
         cmocka_unit_test_teardown(paused_node_fences_itself_no_overlap, teardown),
         cmocka_unit_test_teardown(cluster_status_shows_nodes_map_and_streams, teardown),
         cmocka_unit_test_teardown(default_node_id_is_host_and_state_dir, teardown),
-        cmocka_unit_test_teardown(run_refuses_cluster_mode_it_cannot_do, teardown),
+        cmocka_unit_test_teardown(run_says_when_it_cannot_reach_redis, teardown),
+        cmocka_unit_test_teardown(quiet_ends_after_two_rounds_with_nothing_in_between, teardown),
+        cmocka_unit_test_teardown(quiet_waits_for_every_stream_entry_to_be_acked, teardown),
+        cmocka_unit_test_teardown(a_crashed_node_keeps_its_slots_within_the_grace, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

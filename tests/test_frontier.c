@@ -379,6 +379,54 @@ static void without_robots_urls_come_at_once(void **state)
     env_close(e);
 }
 
+/* The cluster's fence: a host the gate refuses is not handed out (its URLs
+ * wait, the frontier is not drained), and is asked again retry_ms later. */
+static int gate_open[2]; /* a.test, b.test */
+static int gate_calls;
+
+static int test_gate(void *arg, const char *host)
+{
+    (void)arg;
+    gate_calls++;
+    return gate_open[host[0] == 'b'];
+}
+
+static void the_gate_holds_hosts_back_until_it_opens(void **state)
+{
+    (void)state;
+    frontier_opts o;
+    frontier_job j;
+    int64_t wake = 0;
+    fast_opts(&o);
+    env *e = env_open(&o);
+    gate_open[0] = 1;
+    gate_open[1] = 0;
+    gate_calls = 0;
+    frontier_set_gate(e->f, test_gate, NULL, 50);
+    addf(e, 0, "http://a.test/");
+    addf(e, 0, "http://b.test/");
+    next_job(e, 0, &j);
+    assert_string_equal(j.host, "a.test");
+    done(e, &j, 200, 1);
+    /* b.test is refused: nothing to hand out, but not drained either */
+    assert_int_equal(frontier_next(e->f, 2, &j, &wake), FRONTIER_WAIT);
+    assert_int_equal(wake, 52);
+    assert_true(gate_calls >= 2);
+    /* before retry_ms it is not even asked; then it is, and once open it goes */
+    int calls = gate_calls;
+    gate_open[1] = 1;
+    assert_int_equal(frontier_next(e->f, 30, &j, &wake), FRONTIER_WAIT);
+    assert_int_equal(gate_calls, calls);
+    next_job(e, 52, &j);
+    assert_string_equal(j.host, "b.test");
+    done(e, &j, 200, 53);
+    frontier_stats st;
+    frontier_get_stats(e->f, &st);
+    assert_true(st.gated >= 1);
+    assert_int_equal(frontier_next(e->f, 54, &j, &wake), FRONTIER_DRAINED);
+    env_close(e);
+}
+
 static void disallowed_urls_are_never_handed_out(void **state)
 {
     (void)state;
@@ -1686,6 +1734,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(robots_job_comes_first_per_host),
         cmocka_unit_test(without_robots_urls_come_at_once),
+        cmocka_unit_test(the_gate_holds_hosts_back_until_it_opens),
         cmocka_unit_test(disallowed_urls_are_never_handed_out),
         cmocka_unit_test(robots_matches_the_fetch_form),
         cmocka_unit_test(unreachable_robots_makes_urls_wait_then_disallows_all),

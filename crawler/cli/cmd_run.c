@@ -109,11 +109,18 @@ static void print_status(crawl *c, FILE *f, bool tty)
     crawl_status_get(c, &st, NULL, 0);
     uint64_t dups = st.dedup.dup_trusted + st.dedup.dup_recent + st.dedup.dup_verified +
                     st.dedup.dup_pending;
-    char storage[160] = "";
+    char storage[256] = "";
     if (st.db.stalled)
         snprintf(storage, sizeof storage, " [storage: %s; retrying in %.0f s; %lld operations held]",
                  db_error_reason(st.db.stall_code), (double)st.db.retry_in_ms / 1000.0 + 0.5,
                  (long long)st.db.held);
+    if (st.cluster.on && st.cluster.paused)
+        snprintf(storage + strlen(storage), sizeof storage - strlen(storage),
+                 " [cluster paused %.0f s: Redis unreachable]", (double)st.cluster.paused_ms / 1000.0);
+    else if (st.cluster.on)
+        snprintf(storage + strlen(storage), sizeof storage - strlen(storage),
+                 " slots %u/%u outbox %lld", st.cluster.held, st.cluster.slots,
+                 (long long)st.cluster.outbox);
     double dup_pct = st.dedup.keys ? 100.0 * (double)dups / (double)st.dedup.keys : 0.0;
     char due[96] = "";
     if (st.recrawl.enabled || st.recrawl.due_now > 0) {

@@ -164,6 +164,28 @@ json_t *status_json(const crawl_status *st)
                       (double)ds->retry_in_ms / 1000.0));
     if (j)
         json_object_set_new(j, "end", json_string(st->end));
+    if (j && st->cluster.on) {
+        const crawl_cluster_status *cs = &st->cluster;
+        json_t *o = json_pack("{s:b, s:s, s:f, s:I, s:b, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I}",
+                              "paused", cs->paused, "why", cs->paused ? cs->why : "",
+                              "paused_s", (double)cs->paused_ms / 1000.0, "pauses",
+                              (json_int_t)cs->pauses, "settled", cs->settled, "ended", cs->ended,
+                              "coordinator", cs->coordinator, "epoch", (json_int_t)cs->epoch,
+                              "slots", (json_int_t)cs->slots, "held", (json_int_t)cs->held,
+                              "wanted", (json_int_t)cs->wanted, "leases_lost",
+                              (json_int_t)cs->leases_lost, "redis_errors",
+                              (json_int_t)cs->redis_errors);
+        if (o) {
+            json_object_set_new(o, "outbox", json_integer((json_int_t)cs->outbox));
+            json_object_set_new(o, "links_out", json_integer((json_int_t)cs->links_out));
+            json_object_set_new(o, "outbox_errors", json_integer((json_int_t)cs->outbox_errors));
+            json_object_set_new(o, "forwarded", json_integer((json_int_t)cs->forwarded));
+            json_object_set_new(o, "applied", json_integer((json_int_t)cs->applied));
+            json_object_set_new(o, "redelivered", json_integer((json_int_t)cs->redelivered));
+            json_object_set_new(o, "claimed", json_integer((json_int_t)cs->claimed));
+            json_object_set_new(j, "cluster", o);
+        }
+    }
     json_t *kinds = json_object();
     for (int e = 0; e < FETCH_ERR_COUNT; e++) {
         uint64_t n = st->errors_by_kind[e];
@@ -201,8 +223,49 @@ json_t *status_json(const crawl_status *st)
     return j;
 }
 
+static void cluster_metrics(FILE *f, const crawl_cluster_status *cs)
+{
+    fprintf(f, "# HELP crawld_cluster_paused 1 while Redis is unreachable (the node fetches"
+               " nothing and retries).\n# TYPE crawld_cluster_paused gauge\n"
+               "crawld_cluster_paused %d\n"
+               "# HELP crawld_cluster_pause_seconds Length of the current pause.\n"
+               "# TYPE crawld_cluster_pause_seconds gauge\ncrawld_cluster_pause_seconds %.3f\n"
+               "# TYPE crawld_cluster_pauses_total counter\ncrawld_cluster_pauses_total %llu\n"
+               "# HELP crawld_cluster_slots Slots of the crawl, held by this node, and given to"
+               " it by the map.\n# TYPE crawld_cluster_slots gauge\n"
+               "crawld_cluster_slots{what=\"crawl\"} %u\ncrawld_cluster_slots{what=\"held\"} %u\n"
+               "crawld_cluster_slots{what=\"wanted\"} %u\n"
+               "# TYPE crawld_cluster_epoch gauge\ncrawld_cluster_epoch %llu\n"
+               "# TYPE crawld_cluster_coordinator gauge\ncrawld_cluster_coordinator %d\n"
+               "# HELP crawld_cluster_leases_lost_total Slot leases found gone at renewal"
+               " (the node had fenced itself).\n# TYPE crawld_cluster_leases_lost_total counter\n"
+               "crawld_cluster_leases_lost_total %llu\n"
+               "# TYPE crawld_cluster_redis_errors_total counter\n"
+               "crawld_cluster_redis_errors_total %llu\n"
+               "# HELP crawld_cluster_outbox Links waiting in the outbox for another node.\n"
+               "# TYPE crawld_cluster_outbox gauge\ncrawld_cluster_outbox %lld\n"
+               "# HELP crawld_cluster_links_total Links through the exchange: written to the"
+               " outbox, failed to (page fetched again), sent to a stream, applied from one,"
+               " read again, claimed.\n# TYPE crawld_cluster_links_total counter\n"
+               "crawld_cluster_links_total{what=\"outbox\"} %llu\n"
+               "crawld_cluster_links_total{what=\"outbox_failed\"} %llu\n"
+               "crawld_cluster_links_total{what=\"forwarded\"} %llu\n"
+               "crawld_cluster_links_total{what=\"applied\"} %llu\n"
+               "crawld_cluster_links_total{what=\"redelivered\"} %llu\n"
+               "crawld_cluster_links_total{what=\"claimed\"} %llu\n",
+            cs->paused ? 1 : 0, (double)cs->paused_ms / 1000.0, (unsigned long long)cs->pauses,
+            cs->slots, cs->held, cs->wanted, (unsigned long long)cs->epoch,
+            cs->coordinator ? 1 : 0, (unsigned long long)cs->leases_lost,
+            (unsigned long long)cs->redis_errors, (long long)cs->outbox,
+            (unsigned long long)cs->links_out, (unsigned long long)cs->outbox_errors,
+            (unsigned long long)cs->forwarded, (unsigned long long)cs->applied,
+            (unsigned long long)cs->redelivered, (unsigned long long)cs->claimed);
+}
+
 void status_metrics(FILE *f, const crawl_status *st)
 {
+    if (st->cluster.on)
+        cluster_metrics(f, &st->cluster);
     fprintf(f, "# HELP crawld_pages_total Fetches that got an HTTP answer.\n"
                "# TYPE crawld_pages_total counter\n");
     for (int i = 100; i < 600; i++)
