@@ -283,11 +283,12 @@ int cmd_run(int argc, char **argv)
     control_stop(ctl);
     ctl = NULL;
     int finish_rc = crawl_finish(r.c);
-    /* after the last outcome (and its outbox rows), before the close: a
-     * node that ends leaves at once, its leases released */
+    crawl_summary(r.c, r.info);
+    /* after the last outcome (and its outbox rows) and the summary (which
+     * reads the node's figures), before the close: a node that ends
+     * leaves at once, its leases released */
     clusterrun_stop(cr, true);
     cr = NULL;
-    crawl_summary(r.c, r.info);
     /* The signal thread calls into the crawl: it ends before the crawl is
      * freed (a signal during the close stays blocked; the close is the
      * final flush and a stop could not shorten it). */
@@ -314,6 +315,8 @@ int cmd_run(int argc, char **argv)
     }
 out:
     control_stop(ctl);
+    if (r.c && cr)
+        crawl_finish(r.c); /* no fetch may reach the outbox once it is closed */
     clusterrun_stop(cr, true);
     if (r.c)
         crawl_close(r.c);
