@@ -163,11 +163,14 @@ static void node_expect_exit(int i, int want)
 {
     int st = crawlproc_wait(&W.node[i], NODE_WAIT_MS);
     if (st != want) {
+        static char tail[3001]; /* fail_msg does not return: nothing left to free */
         char *err = crawlproc_output(&W.node[i], 2);
         size_t len = err ? strlen(err) : 0;
+        snprintf(tail, sizeof(tail), "%s", err ? err + (len > 3000 ? len - 3000 : 0) : "(none)");
+        cr_free(err);
         fail_msg("node %d: %s %d (wanted %d); stderr ends:\n%s", i,
                  st == -ETIMEDOUT ? "still running after the wait, status" : "exit status", st,
-                 want, err ? err + (len > 3000 ? len - 3000 : 0) : "(none)");
+                 want, tail);
     }
 }
 
