@@ -17,8 +17,8 @@
 #    reset before each run). CLUSTER_ROUNDS rounds (default 3), the node
 #    counts interleaved within each round; medians.
 #
-# While `crawld run` refuses cluster.redis (the partitioned crawl not wired
-# in), the cluster rows say n/a and why; the plain row is still measured.
+# A crawld that refuses cluster.redis (a build without the partitioned
+# crawl) gets n/a cluster rows saying why; the plain row is still measured.
 # env: B (build dir), BIN (bin dir), LINKS (default 20000), ROUNDS (default
 # 3), CLUSTER_HOSTS (200), CLUSTER_PAGES (8), CLUSTER_LATENCY_MS (100),
 # CLUSTER_DELAY_MS (1000), CLUSTER_ROUNDS (3), CLUSTER_PORT (18231),
