@@ -33,7 +33,7 @@ long=""
 short=""
 for t in $all; do
     case "$(basename "$t")" in
-    test_crawl|test_faults) long="$long $t" ;;
+    test_crawl|test_faults|test_cluster_crawl) long="$long $t" ;;
     *) short="$short $t" ;;
     esac
 done

@@ -31,6 +31,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "tests/support/proc.h"
 #include "tests/support/testsite.h"
 
 /* The shared site most cases use. */
@@ -1632,6 +1633,8 @@ static void test_request_log(void **state)
             assert_int_equal(v[i].status, 200);
             assert_int_equal(v[i].bytes, r1.body.len);
             assert_true(v[i].ms >= before && v[i].ms <= after);
+            assert_true(v[i].start_us == -1 && v[i].end_us == -1); /* no --log-timing */
+            assert_string_equal(v[i].ua, "");
             found |= 1;
         } else if (strcmp(v[i].method, "HEAD") == 0 && strcmp(v[i].target, "/style.css") == 0) {
             assert_string_equal(v[i].host, "b.test");
@@ -1943,6 +1946,75 @@ static void test_clean_shutdown(void **state)
     client_release(&c);
 }
 
+/* --log-timing: each line, written once the answer is sent, also says when
+ * the request arrived and ended (µs) and who sent it (User-Agent), so a
+ * cluster test can tell which node had a host busy when. */
+static void test_request_log_timing(void **state)
+{
+    (void)state;
+    testsite ts;
+    const char *const args[] = { "--pages", "30", "--delay-ms", "200", "--log-timing", NULL };
+    assert_int_equal(testsite_start(&ts, args), 0);
+    client c;
+    resp r;
+    client_init(&c, &ts);
+    long long before = (long long)time(NULL) * 1000000 - 1000000;
+    curl_easy_setopt(c.h, CURLOPT_USERAGENT, "node a/1");
+    assert_int_equal(client_do(&c, "GET", "a.test", "/slow/delay.html", BODY_CAP, &r), 0);
+    assert_int_equal(r.status, 200);
+    resp_release(&r);
+    curl_easy_setopt(c.h, CURLOPT_USERAGENT, NULL);
+    assert_int_equal(client_do(&c, "HEAD", "b.test", "/", BODY_CAP, &r), 0);
+    resp_release(&r);
+    client_release(&c);
+    long long after = (long long)time(NULL) * 1000000 + 1000000;
+    assert_int_equal(testsite_stop(&ts), 0);
+
+    testsite_req *v;
+    size_t n;
+    assert_int_equal(testsite_log_read(&ts, &v, &n), 0);
+    assert_int_equal(n, 2);
+    /* in the order answered; the slow page was asked first and ended first */
+    assert_string_equal(v[0].target, "/slow/delay.html");
+    assert_string_equal(v[0].ua, "node%20a/1"); /* escaped like the target */
+    assert_true(v[0].start_us >= before && v[0].end_us <= after);
+    assert_int_equal(v[0].ms, v[0].start_us / 1000);
+    assert_true(v[0].end_us - v[0].start_us >= 200 * 1000); /* held for --delay-ms */
+    assert_string_equal(v[1].method, "HEAD");
+    assert_string_equal(v[1].ua, "-"); /* none sent */
+    assert_true(v[1].start_us >= v[0].end_us && v[1].end_us >= v[1].start_us);
+    testsite_log_free(v, n);
+}
+
+/* "--NAME wants a number" names the option given, for every numeric one
+ * (the option table and its enum were once in different orders). */
+static void test_option_errors_name_the_option(void **state)
+{
+    (void)state;
+    static const char *const numeric[] = {
+        "hosts", "pages", "delay-ms", "retry-after", "flaky", "big-bytes", "bomb-mib",
+        "latency-ms", "port", "max-depth", "max-redirects", "max-path-depth",
+        "max-repeat-segment", "max-query-params", "max-url-length", "requisite-depth", "epoch",
+        "change-pct", "remove-pct", "add-pages", "keep-epochs", "plain-host",
+    };
+    const char *bin = getenv("CRAWLD_TESTSITE");
+    if (bin == NULL || *bin == '\0')
+        bin = "bin/testsite";
+    for (size_t i = 0; i < sizeof(numeric) / sizeof(numeric[0]); i++) {
+        char opt[64], want[96];
+        cr_buf err;
+        cr_buf_init(&err, 0);
+        snprintf(opt, sizeof(opt), "--%s", numeric[i]);
+        const char *const argv[] = { bin, opt, "x", NULL };
+        assert_int_equal(proc_run(argv, NULL, 0, NULL, &err), 2);
+        assert_int_equal(cr_buf_putc(&err, '\0'), 0);
+        snprintf(want, sizeof(want), "testsite: %s wants a number in [", opt);
+        if (strstr(err.data, want) == NULL)
+            fail_msg("%s x: %s", opt, err.data);
+        cr_buf_release(&err);
+    }
+}
+
 static void test_command_line(void **state)
 {
     (void)state;
@@ -2190,6 +2262,8 @@ int main(void)
         cmocka_unit_test(test_link_forms),
         cmocka_unit_test(test_calendar_trap),
         cmocka_unit_test(test_request_log),
+        cmocka_unit_test(test_request_log_timing),
+        cmocka_unit_test(test_option_errors_name_the_option),
         cmocka_unit_test(test_concurrent_requests),
         cmocka_unit_test(test_latency),
         cmocka_unit_test(test_deterministic),

@@ -52,6 +52,8 @@ static const char usage[] =
 "  --port-file FILE     also write the port to FILE once listening\n"
 "  --log FILE           append one line per request: ms TAB host TAB method TAB\n"
 "                       raw target TAB status TAB body bytes\n"
+"  --log-timing         log each request once answered, adding TAB start_us TAB\n"
+"                       end_us TAB user-agent (Unix epoch microseconds)\n"
 "The site over time (re-crawl tests; off without --epoch):\n"
 "  --epoch N            serve epoch N: ETag/Last-Modified and 304s; per epoch\n"
 "                       --change-pct P % of pages change (default 20), --remove-pct R %\n"
@@ -107,7 +109,7 @@ static int parse_long(const char *name, const char *v, long lo, long hi, long *o
 
 enum {
     O_SEED = 256, O_HOSTS, O_PAGES, O_DELAY, O_RETRY, O_FLAKY, O_CRAWL_DELAY, O_BIG, O_BOMB,
-    O_NO_SPECIALS, O_SITEMAPS, O_SITEMAP_LASTMOD, O_LATENCY, O_PORT, O_PORT_FILE, O_LOG, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
+    O_NO_SPECIALS, O_SITEMAPS, O_SITEMAP_LASTMOD, O_LATENCY, O_PORT, O_PORT_FILE, O_LOG, O_LOG_TIMING, O_EXPECT, O_FROM, O_MAX_DEPTH, O_MAX_REDIR,
     O_MAX_PATH, O_MAX_REPEAT, O_MAX_QUERY, O_MAX_URL, O_NOFOLLOW, O_REQUISITES, O_ROBOTS,
     O_ANNOTATE, O_REQ_DEPTH, O_REQ_SAME_HOST,
     O_EPOCH, O_CHANGE_PCT, O_REMOVE_PCT, O_ADD_PAGES, O_KEEP_EPOCHS, O_PLAIN_HOST,
@@ -131,6 +133,7 @@ static const struct option longopts[] = {
     { "port", required_argument, NULL, O_PORT },
     { "port-file", required_argument, NULL, O_PORT_FILE },
     { "log", required_argument, NULL, O_LOG },
+    { "log-timing", no_argument, NULL, O_LOG_TIMING },
     { "print-expected", required_argument, NULL, O_EXPECT },
     { "from", required_argument, NULL, O_FROM },
     { "max-depth", required_argument, NULL, O_MAX_DEPTH },
@@ -156,6 +159,20 @@ static const struct option longopts[] = {
     { NULL, 0, NULL, 0 },
 };
 
+/* "--NAME" of the option getopt_long returned (found by value: the table
+ * and the enum need not be in the same order). */
+static const char *option_name(int opt)
+{
+    static char name[64];
+    for (const struct option *o = longopts; o->name != NULL; o++) {
+        if (o->val == opt) {
+            snprintf(name, sizeof(name), "--%s", o->name);
+            return name;
+        }
+    }
+    return "?";
+}
+
 typedef struct cli {
     site_opts site;
     expect_opts expect;
@@ -164,6 +181,7 @@ typedef struct cli {
     const char *log_path;
     const char *port_file;
     int latency_ms;
+    int log_timing;
 } cli;
 
 static int parse_scope(const char *v, expect_scope *out)
@@ -189,7 +207,7 @@ static int parse_args(int argc, char **argv, cli *c)
     site_opts_default(&c->site);
     expect_opts_default(&c->expect);
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        const char *name = opt >= O_SEED && opt <= O_HELP ? longopts[opt - O_SEED].name : "?";
+        const char *name = option_name(opt);
         int bad = 0;
         switch (opt) {
         case O_SEED: {
@@ -266,6 +284,9 @@ static int parse_args(int argc, char **argv, cli *c)
             break;
         case O_LOG:
             c->log_path = optarg;
+            break;
+        case O_LOG_TIMING:
+            c->log_timing = 1;
             break;
         case O_EXPECT:
             c->print_expected = 1;
@@ -435,7 +456,8 @@ static int serve(cli *c)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    srv = server_start(s, fd, c->log_path, c->latency_ms, &err);
+    srv = server_start(s, fd, c->log_path, c->latency_ms,
+                       c->log_timing ? SERVER_LOG_TIMING : 0, &err);
     if (srv == NULL) {
         fprintf(stderr, "testsite: cannot start the server: %s\n", strerror(-err));
         site_free(s);

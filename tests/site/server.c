@@ -33,21 +33,30 @@ struct server {
     atomic_int *flaky;         /* /flaky/ requests seen, per host */
     payload_bomb *bomb;
     int latency_ms;
+    int timing;                /* SERVER_LOG_TIMING: log at completion, with times and UA */
     atomic_int stopping;
 };
 
 typedef struct request {
-    long long ms;
+    long long us;      /* arrival, Unix epoch microseconds */
     char *raw;
     int started;       /* the handler saw the headers; answer on the next call */
+    /* with timing, what the completion callback logs (status 0: nothing queued) */
+    int status;
+    unsigned long long bytes;
+    char host[256];
+    char method[16];
+    char *ua;
 } request;
 
-static long long now_ms(void)
+static long long now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
+
+static long long now_ms(void) { return now_us() / 1000; }
 
 /* Sleeps ms milliseconds in short slices, returning early when stopping. */
 static void nap(server *srv, int ms)
@@ -75,14 +84,15 @@ static int log_field(cr_buf *b, const char *p)
     return rc;
 }
 
+/* One line; end_us < 0: the plain six fields, else also start, end and UA. */
 static void log_request(server *srv, const request *rq, const char *host, const char *method,
-                        int status, unsigned long long bytes)
+                        int status, unsigned long long bytes, long long end_us, const char *ua)
 {
     cr_buf line;
     if (srv->log_fd < 0)
         return;
     cr_buf_init(&line, 64 * 1024);
-    int rc = cr_buf_printf(&line, "%lld\t", rq->ms);
+    int rc = cr_buf_printf(&line, "%lld\t", rq->us / 1000);
     if (rc == 0)
         rc = log_field(&line, host);
     if (rc == 0)
@@ -94,7 +104,14 @@ static void log_request(server *srv, const request *rq, const char *host, const 
     if (rc == 0)
         rc = log_field(&line, rq->raw);
     if (rc == 0)
-        rc = cr_buf_printf(&line, "\t%d\t%llu\n", status, bytes);
+        rc = cr_buf_printf(&line, "\t%d\t%llu", status, bytes);
+    if (rc == 0 && end_us >= 0) {
+        rc = cr_buf_printf(&line, "\t%lld\t%lld\t", rq->us, end_us);
+        if (rc == 0)
+            rc = log_field(&line, ua != NULL && ua[0] != '\0' ? ua : "-");
+    }
+    if (rc == 0)
+        rc = cr_buf_putc(&line, '\n');
     if (rc == 0) {
         pthread_mutex_lock(&srv->log_lock);
         size_t off = 0;
@@ -433,7 +450,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     request *rq = cr_calloc(1, sizeof(*rq));
     if (rq == NULL)
         return NULL;
-    rq->ms = now_ms();
+    rq->us = now_us();
     rq->raw = cr_strdup(uri);
     if (rq->raw == NULL) {
         cr_free(rq);
@@ -442,14 +459,18 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     return rq;
 }
 
+/* The response is sent (or the client went away): with timing, log it now. */
 static void on_done(void *cls, struct MHD_Connection *c, void **req_cls,
                     enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
+    server *srv = cls;
     (void)c;
     (void)toe;
     request *rq = *req_cls;
     if (rq != NULL) {
+        if (srv->timing && rq->status != 0)
+            log_request(srv, rq, rq->host, rq->method, rq->status, rq->bytes, now_us(), rq->ua);
+        cr_free(rq->ua);
         cr_free(rq->raw);
         cr_free(rq);
         *req_cls = NULL;
@@ -528,17 +549,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (a.resp == NULL)
         return MHD_NO;
     if (srv->latency_ms > 0) {
-        long long left = rq->ms + srv->latency_ms - now_ms();
+        long long left = rq->us / 1000 + srv->latency_ms - now_ms();
         if (left > 0)
             nap(srv, (int)left);
     }
-    log_request(srv, rq, host, method, a.status, head ? 0 : a.bytes);
+    if (srv->timing) { /* logged by on_done, once sent */
+        const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
+        rq->status = a.status;
+        rq->bytes = head ? 0 : a.bytes;
+        snprintf(rq->host, sizeof(rq->host), "%s", host);
+        snprintf(rq->method, sizeof(rq->method), "%s", method);
+        rq->ua = cr_strdup(ua != NULL ? ua : "");
+        if (rq->ua == NULL)
+            rq->status = 0; /* out of memory: the line is lost, the answer is not */
+    } else {
+        log_request(srv, rq, host, method, a.status, head ? 0 : a.bytes, -1, NULL);
+    }
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)a.status, a.resp);
     MHD_destroy_response(a.resp);
     return ret;
 }
 
-server *server_start(const site *s, int fd, const char *log_path, int latency_ms, int *err)
+server *server_start(const site *s, int fd, const char *log_path, int latency_ms, int flags,
+                     int *err)
 {
     server *srv = cr_calloc(1, sizeof(*srv));
     *err = -ENOMEM;
@@ -548,6 +581,7 @@ server *server_start(const site *s, int fd, const char *log_path, int latency_ms
     }
     srv->s = s;
     srv->latency_ms = latency_ms > 0 ? latency_ms : 0;
+    srv->timing = (flags & SERVER_LOG_TIMING) != 0;
     srv->log_fd = -1;
     pthread_mutex_init(&srv->log_lock, NULL);
     atomic_init(&srv->stopping, 0);
@@ -574,7 +608,7 @@ server *server_start(const site *s, int fd, const char *log_path, int latency_ms
                               MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)NULL,
                               MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
                               MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)NULL,
-                              MHD_OPTION_NOTIFY_COMPLETED, on_done, (void *)NULL,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_done, (void *)srv,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_MAX_CONNECTIONS,
                               MHD_OPTION_END);

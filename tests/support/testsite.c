@@ -305,13 +305,14 @@ int testsite_run(const char *const *args, char **out, size_t *len)
     return rc != 0 ? rc : st;
 }
 
-/* Splits one log line (modified in place) into r. 0 or -EBADMSG. */
+/* Splits one log line (modified in place) into r: six fields, or nine with
+ * --log-timing. 0 or -EBADMSG. */
 static int parse_line(char *line, testsite_req *r)
 {
-    char *f[6];
+    char *f[9];
     int n = 0;
     char *p = line;
-    while (n < 6) {
+    while (n < 9) {
         f[n++] = p;
         char *tab = strchr(p, '\t');
         if (tab == NULL)
@@ -319,10 +320,11 @@ static int parse_line(char *line, testsite_req *r)
         *tab = '\0';
         p = tab + 1;
     }
-    if (n != 6)
+    if (n != 6 && n != 9)
         return -EBADMSG;
     char *end;
     memset(r, 0, sizeof(*r));
+    r->start_us = r->end_us = -1;
     r->ms = strtoll(f[0], &end, 10);
     if (*end != '\0')
         return -EBADMSG;
@@ -335,6 +337,15 @@ static int parse_line(char *line, testsite_req *r)
     r->bytes = strtoull(f[5], &end, 10);
     if (*end != '\0')
         return -EBADMSG;
+    if (n == 9) {
+        r->start_us = strtoll(f[6], &end, 10);
+        if (*end != '\0' || r->start_us / 1000 != r->ms)
+            return -EBADMSG;
+        r->end_us = strtoll(f[7], &end, 10);
+        if (*end != '\0' || r->end_us < r->start_us)
+            return -EBADMSG;
+        snprintf(r->ua, sizeof(r->ua), "%s", f[8]);
+    }
     r->target = cr_strdup(f[3]);
     return r->target != NULL ? 0 : -ENOMEM;
 }

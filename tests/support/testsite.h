@@ -54,6 +54,10 @@ typedef struct testsite_req {
     char *target;                 /* raw request target; owned */
     int status;
     unsigned long long bytes;     /* body bytes (0 for HEAD) */
+    /* with --log-timing (else -1, -1, ""): arrival and end of the answer,
+     * Unix epoch microseconds, and the User-Agent as logged */
+    long long start_us, end_us;
+    char ua[128];
 } testsite_req;
 
 /* Reads the whole log so far. 0 or a negative errno (-EBADMSG: a bad line).
