@@ -36,6 +36,7 @@ static double now_s(void) { return (double)cr_mono_ns() / 1e9; }
  * land all over the index, as real links do). Returns its length. */
 static int clustered;  /* keys come in runs of 50 per host, as links of a page */
 static int row_state;  /* DB_STATE_QUEUED, or DB_STATE_SEEN_ONLY (the dedup tool's) */
+static bool absent;    /* async inserts vouched absent, as a Bloom NO does (no look-up) */
 
 static int make_key(char *buf, size_t len, uint64_t i, char *host, size_t hlen)
 {
@@ -132,7 +133,7 @@ static long insert_async(db *d, uint64_t n)
     int rc;
 
     for (uint64_t i = 0; i < n; i++) {
-        db_url u = { .url = url, .host = host, .state = row_state };
+        db_url u = { .url = url, .host = host, .state = row_state, .absent = absent };
         u.url_len = (size_t)make_key(url, sizeof url, i, host, sizeof host);
         rc = db_insert_url(d, &u, count_cb, &news);
         if (rc < 0)
@@ -223,6 +224,7 @@ int main(int argc, char **argv)
     clustered = getenv("BENCH_DB_CLUSTERED") != NULL && getenv("BENCH_DB_CLUSTERED")[0] != '\0';
     row_state = getenv("BENCH_DB_SEEN_ONLY") != NULL && getenv("BENCH_DB_SEEN_ONLY")[0] != '\0'
                     ? DB_STATE_SEEN_ONLY : DB_STATE_QUEUED;
+    absent = getenv("BENCH_DB_ABSENT") != NULL && getenv("BENCH_DB_ABSENT")[0] != '\0';
     if (threads < 1 || threads > 64)
         threads = 1;
     d = db_open(dir, &o, err, sizeof err);

@@ -84,8 +84,8 @@ static void on_committed(void *ud, const db_result *r)
     cr_free(a);
 }
 
-static int record_new(void *ctx, const char *key, size_t len, int64_t linked, void *row,
-                      seen_ack_fn ack, void *ack_arg)
+static int record_new(void *ctx, const char *key, size_t len, int64_t linked, bool absent,
+                      void *row, seen_ack_fn ack, void *ack_arg)
 {
     verifier *v = ctx;
     verifier_row *r = row;
@@ -96,6 +96,7 @@ static int record_new(void *ctx, const char *key, size_t len, int64_t linked, vo
     r->u.url = key;
     r->u.url_len = len;
     r->u.linked_s = linked;
+    r->u.absent = absent;
     int rc = db_insert_url(v->d, &r->u, on_committed, a);
     if (rc < 0)
         cr_free(a);
@@ -116,6 +117,7 @@ static int check_insert(void *ctx, const char *key, size_t len, int64_t linked, 
     r->u.url = key;
     r->u.url_len = len;
     r->u.linked_s = linked;
+    r->u.absent = false;
     return db_insert_url_wait(v->d, &r->u, &r->id);
 }
 

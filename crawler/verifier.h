@@ -1,6 +1,8 @@
 /* crawler/verifier: the seen test's verifier backed by storage/db.
  *
- * record_new queues an INSERT OR IGNORE (asynchronous). check_insert first
+ * record_new queues an insert (asynchronous; marked absent when the seen
+ * filter vouches that no row has the key, so the writer skips its look-up:
+ * dedup/seen.h). check_insert first
  * looks the key up on a read connection: a committed row is a confirmed
  * duplicate, cheaply. Only when no committed row exists does it insert and
  * wait for the commit, so the writer's exact look-up (storage/db) gives the final answer

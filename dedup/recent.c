@@ -8,10 +8,17 @@
  * both halves are uniformly random (XXH3-128), so no further mixing is done.
  * A slot with lo == 0 && hi == 0 is empty; the (0, 0) fingerprint itself is
  * stored as (0, 1) in the table, which can only confuse it with that one
- * other value, a ~2^-128 event. */
+ * other value, a ~2^-128 event.
+ *
+ * Every lookup lands on a random slot, so the tables (one allocation for
+ * all shards) start on a 2 MiB boundary and ask for transparent huge
+ * pages, as the Bloom filter's stages do: a probe then rarely misses the
+ * TLB as well as the data cache. */
 #include "recent.h"
 
 #include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
 
 #include "common/alloc.h"
 
@@ -31,8 +38,11 @@ typedef struct shard {
     size_t count;
 } shard;
 
+#define HUGE_PAGE ((size_t)2 << 20)
+
 struct recent {
     size_t capacity;
+    void *raw;        /* the tables of every shard, padded to a huge page */
     shard shards[RECENT_SHARDS];
 };
 
@@ -93,19 +103,31 @@ recent *recent_new(size_t capacity)
         return NULL;
     r->capacity = capacity;
     size_t per = capacity ? (capacity + RECENT_SHARDS - 1) / RECENT_SHARDS : 0;
-    for (int i = 0; i < RECENT_SHARDS; i++) {
+    size_t slots = 4;
+    while (slots < 2 * per)
+        slots *= 2;
+    size_t bytes = RECENT_SHARDS * slots * sizeof(slot);
+    size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : sizeof(slot);
+    uintptr_t base = 0;
+    if (per > 0) {
+        r->raw = cr_calloc(1, bytes + align);
+        base = ((uintptr_t)r->raw + align - 1) & ~(uintptr_t)(align - 1);
+        if (r->raw != NULL && align == HUGE_PAGE)
+            (void)madvise((void *)base, bytes, MADV_HUGEPAGE);
+    }
+    for (int i = 0; i < RECENT_SHARDS; i++)
+        pthread_mutex_init(&r->shards[i].lock, NULL);
+    if (per > 0 && r->raw == NULL) {
+        recent_free(r);
+        return NULL;
+    }
+    for (int i = 0; i < RECENT_SHARDS && per > 0; i++) {
         shard *sh = &r->shards[i];
-        pthread_mutex_init(&sh->lock, NULL);
-        if (per == 0)
-            continue;
-        size_t slots = 4;
-        while (slots < 2 * per)
-            slots *= 2;
-        sh->table = cr_calloc(slots, sizeof(slot));
+        sh->table = (slot *)(base + (size_t)i * slots * sizeof(slot));
         sh->ring = cr_calloc(per, sizeof(slot));
         sh->mask = slots - 1;
         sh->cap = per;
-        if (sh->table == NULL || sh->ring == NULL) {
+        if (sh->ring == NULL) {
             recent_free(r);
             return NULL;
         }
@@ -119,9 +141,9 @@ void recent_free(recent *r)
         return;
     for (int i = 0; i < RECENT_SHARDS; i++) {
         pthread_mutex_destroy(&r->shards[i].lock);
-        cr_free(r->shards[i].table);
         cr_free(r->shards[i].ring);
     }
+    cr_free(r->raw);
     cr_free(r);
 }
 

@@ -153,10 +153,13 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
             pendset_del(s->pend, fp.lo, fp.hi);
             goto maybe;
         }
-        if (gens_was_dropped(s->g, fp))
+        bool again = gens_was_dropped(s->g, fp);
+        if (again)
             bump(s, FOUND_AGAIN);
         if (s->have_verifier) {
-            int rc = s->v.record_new(s->v.ctx, key, len, stamp, row, seen_ack, s);
+            /* without retention the filter holds every committed key: NO is certain */
+            bool absent = !again && !gens_rotating(s->g);
+            int rc = s->v.record_new(s->v.ctx, key, len, stamp, absent, row, seen_ack, s);
             if (rc < 0) {
                 pendset_del(s->pend, fp.lo, fp.hi);
                 bump(s, ERRORS);

@@ -57,9 +57,12 @@ typedef void (*seen_ack_fn)(void *arg, const char *key, size_t len, int64_t link
 typedef struct seen_verifier {
     void *ctx;
     /* A certainly new key: record it (may be asynchronous) and call
-     * ack(ack_arg, ...) after the commit. 0 queued, or <0 (then no ack). */
-    int (*record_new)(void *ctx, const char *key, size_t len, int64_t linked, void *row,
-                      seen_ack_fn ack, void *ack_arg);
+     * ack(ack_arg, ...) after the commit. 0 queued, or <0 (then no ack).
+     * absent: no stored row can have the key (the filter holds every
+     * committed key and has no retention), so the store may skip its own
+     * look-up; false when a forgotten key's row may still be there. */
+    int (*record_new)(void *ctx, const char *key, size_t len, int64_t linked, bool absent,
+                      void *row, seen_ack_fn ack, void *ack_arg);
     /* A Bloom MAYBE: insert the key unless present, synchronously, after
      * every record_new made before it. 1: it was new; 0: it existed; <0. */
     int (*check_insert)(void *ctx, const char *key, size_t len, int64_t linked, void *row);

@@ -205,6 +205,7 @@ struct op {
     int64_t fetch_ms;
     int64_t fetched_at;
     int64_t linked;     /* INSERT, LINKED: last_linked; FORGET: the cutoff */
+    int absent;         /* INSERT: the caller knows the url has no row */
     int depth;
     int kind;
     int state;
@@ -1166,6 +1167,7 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     o->discovered_at = u->discovered_at ? u->discovered_at : cr_wall_ms();
     o->linked = u->linked_s ? u->linked_s : o->discovered_at / 1000;
     o->hops = u->hops;
+    o->absent = u->absent;
     o->url_len = ul;
     o->host_len = hl;
     o->fetch_url_len = fl;
@@ -1706,25 +1708,29 @@ static int apply_forget(db *d, struct op *o)
 
 /* The seen test's arbiter: a URL is inserted only when no row has its fp
  * and text (the writer is the only one inserting, so look-up-then-insert
- * is atomic within the transaction). */
+ * is atomic within the transaction). An insert the caller marked absent
+ * (its seen filter holds every stored key and said NO) skips the look-up:
+ * one statement per new URL. */
 static int apply_insert(db *d, struct op *o)
 {
     sqlite3_stmt *s = d->st[ST_FIND];
     int64_t fp = o->fp;
     int rc;
 
-    sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, fp);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        o->id = sqlite3_column_int64(s, 0);
-        o->status = 0;
+    if (!o->absent) {
+        sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 2, fp);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            o->id = sqlite3_column_int64(s, 0);
+            o->status = 0;
+        }
+        sqlite3_reset(s);
+        if (rc == SQLITE_ROW) /* linked again: the row takes the newer stamp */
+            return apply_linked(d, o);
+        if (rc != SQLITE_DONE)
+            return rc;
     }
-    sqlite3_reset(s);
-    if (rc == SQLITE_ROW) /* linked again: the row takes the newer stamp */
-        return apply_linked(d, o);
-    if (rc != SQLITE_DONE)
-        return rc;
     s = d->st[ST_INSERT];
     sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, o->host, (int)o->host_len, SQLITE_STATIC);

@@ -126,6 +126,8 @@ typedef struct db_url {
     int64_t discovered_at; /* unix ms; 0 = now */
     int64_t linked_s;      /* last_linked, unix s (dedup/gens.h stamp); 0 = discovered_at.
                               A row already there takes it if newer. */
+    bool absent;           /* the caller knows no row has this url (its seen
+                              filter said so): no look-up before the insert */
 } db_url;
 
 typedef struct db_outcome {

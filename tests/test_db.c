@@ -421,6 +421,29 @@ static void test_insert_sync_new_vs_existing(void **state)
     assert_int_equal(db_close(d), 0);
 }
 
+/* absent: the caller vouches that no row has the URL (its seen filter
+ * said NO), so the writer inserts without looking it up: one statement per
+ * new URL. The look-up really is skipped (a false vouch makes a second
+ * row, which is why only a filter without retention vouches). */
+static void test_insert_absent_skips_lookup(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_url a = url_of("https://a.example/absent", "a.example", 0);
+    int64_t id1 = 0, id2 = 0, id3 = 0;
+
+    a.absent = true;
+    assert_int_equal(db_insert_url_wait(d, &a, &id1), 1);
+    a.absent = false; /* the default looks it up and finds it */
+    assert_int_equal(db_insert_url_wait(d, &a, &id2), 0);
+    assert_int_equal(id2, id1);
+    a.absent = true;
+    assert_int_equal(db_insert_url_wait(d, &a, &id3), 1);
+    assert_true(id3 > id1);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE url = 'https://a.example/absent'"), 2);
+}
+
 static void test_insert_batch_wait(void **state)
 {
     fixture *f = *state;
@@ -2303,6 +2326,7 @@ int main(void)
         T(test_second_open_refused),
         T(test_bad_options),
         T(test_insert_sync_new_vs_existing),
+        T(test_insert_absent_skips_lookup),
         T(test_insert_batch_wait),
         T(test_insert_async_callback),
         T(test_batching),

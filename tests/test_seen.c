@@ -66,6 +66,7 @@ typedef struct fake {
     int rec_mode, chk_mode;
     long records, checks, acks_ok, acks_err;
     long violations;        /* a record_new of a key queued or stored */
+    long absent_yes, absent_no; /* record_new's absent flag, as passed */
 } fake;
 
 static void fake_init(fake *f, unsigned nkeys)
@@ -138,8 +139,8 @@ static size_t fake_commit(fake *f, size_t max)
     return done;
 }
 
-static int fake_record_new(void *ctx, const char *key, size_t len, int64_t linked, void *row,
-                           seen_ack_fn ack, void *ack_arg)
+static int fake_record_new(void *ctx, const char *key, size_t len, int64_t linked, bool absent,
+                           void *row, seen_ack_fn ack, void *ack_arg)
 {
     fake *f = ctx;
     unsigned k = key_of(key, len);
@@ -149,6 +150,10 @@ static int fake_record_new(void *ctx, const char *key, size_t len, int64_t linke
     pthread_mutex_lock(&f->mu);
     mode = f->rec_mode;
     f->records++;
+    if (absent)
+        f->absent_yes++;
+    else
+        f->absent_no++;
     if (mode == REC_FAIL) {
         pthread_mutex_unlock(&f->mu);
         return -EIO;
@@ -882,6 +887,41 @@ static void threads_keep_the_invariant(void **state)
     fake_release(&f);
 }
 
+/* A filter without retention holds every committed key, so its NO tells
+ * the store the key has no row (absent: the writer skips its look-up); a
+ * rotating ring forgets keys whose rows may still be stored, so never. */
+static void absent_only_without_retention(void **state)
+{
+    (void)state;
+    fake f;
+    fake_init(&f, 8);
+    seen *s = new_seen(SEEN_VERIFY_ALWAYS, 16, &f);
+    assert_int_equal(test_key(s, &f, 1, true), SEEN_NEW_BLOOM);
+    fake_commit(&f, SIZE_MAX);
+    assert_int_equal(f.absent_yes, 1);
+    assert_int_equal(f.absent_no, 0);
+    seen_free(s);
+    fake_release(&f);
+
+    fake_init(&f, 8);
+    bloom_params bp;
+    bloom_params_init(&bp);
+    bp.expected_items = 1000;
+    gens_opts go = { .retention_s = 4000, .generations = 4 };
+    gens *g = NULL;
+    assert_int_equal(gens_new(&bp, &go, 1000, &g), 0);
+    seen_opts o = { .verify = SEEN_VERIFY_ALWAYS, .recent_entries = 16 };
+    seen_verifier v = fake_iface(&f);
+    s = seen_new_gens(g, &o, &v);
+    assert_non_null(s);
+    assert_int_equal(test_key(s, &f, 2, true), SEEN_NEW_BLOOM);
+    fake_commit(&f, SIZE_MAX);
+    assert_int_equal(f.absent_yes, 0);
+    assert_int_equal(f.absent_no, 1);
+    seen_free(s);
+    fake_release(&f);
+}
+
 int main(void)
 {
     const char *env = getenv("CRAWLD_TEST_SEED");
@@ -889,6 +929,7 @@ int main(void)
     printf("test_seen: seed %llu (CRAWLD_TEST_SEED=%llu replays it)\n", (unsigned long long)seed,
            (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(absent_only_without_retention),
         cmocka_unit_test(verifier_required_unless_never),
         cmocka_unit_test(never_without_verifier),
         cmocka_unit_test(never_records_but_trusts),
