@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
+#include "tests/support/crawlrun.h"
 #include "tests/support/proc.h"
 #include "tests/support/testsite.h"
 
@@ -46,19 +47,6 @@ typedef struct daemon_ {
     pid_t pid;
     char dir[256], cfg[256], errfile[256], sock[300];
 } daemon_;
-
-static char *slurp(const char *path)
-{
-    static char text[65536];
-    text[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(text, 1, sizeof text - 1, f);
-        text[n] = '\0';
-        fclose(f);
-    }
-    return text;
-}
 
 static void configure(daemon_ *d, const char *name, const char *dedup)
 {
@@ -89,16 +77,16 @@ static void start(daemon_ *d)
         _exit(127);
     }
     for (int i = 0; i < 3000; i++) {
-        if (strstr(slurp(d->errfile), "control API on ") && access(d->sock, F_OK) == 0)
+        if (strstr(crawlrun_slurp(d->errfile), "control API on ") && access(d->sock, F_OK) == 0)
             return;
         int status;
         if (waitpid(d->pid, &status, WNOHANG) == d->pid)
-            fail_msg("crawld exited early: %s", slurp(d->errfile));
+            fail_msg("crawld exited early: %s", crawlrun_slurp(d->errfile));
         sleep_ms(10);
     }
     kill(d->pid, SIGKILL);
     waitpid(d->pid, NULL, 0);
-    fail_msg("the daemon printed no control address: %s", slurp(d->errfile));
+    fail_msg("the daemon printed no control address: %s", crawlrun_slurp(d->errfile));
 }
 
 static size_t collect(char *p, size_t size, size_t n, void *ud)
@@ -192,7 +180,7 @@ static void stop(daemon_ *d)
     }
     kill(d->pid, SIGKILL);
     waitpid(d->pid, NULL, 0);
-    fail_msg("crawld did not stop: %s", slurp(d->errfile));
+    fail_msg("crawld did not stop: %s", crawlrun_slurp(d->errfile));
 }
 
 #define HOT "http://out.example/hot"
@@ -215,7 +203,7 @@ static void linked_urls_stay_unlinked_ones_go(void **state)
         sleep_ms(300);
         if (dedup(&d, HOT) != 0)
             fail_msg("a URL linked every 300 ms was forgotten (link %d): %s", links,
-                     slurp(d.errfile));
+                     crawlrun_slurp(d.errfile));
         forgotten = retention_figure(&d, "forgotten");
     }
     assert_int_equal(forgotten, 1); /* the cold URL's row, and only it */
@@ -244,7 +232,7 @@ static void linked_urls_stay_unlinked_ones_go(void **state)
     assert_int_equal(dedup(&d, HOT), 0);
     assert_int_equal(dedup(&d, COLD), 0);
     stop(&d);
-    assert_null(strstr(slurp(d.errfile), "snapshot refused"));
+    assert_null(strstr(crawlrun_slurp(d.errfile), "snapshot refused"));
 }
 
 /* A crash after a refresh: the snapshot on disk is older than the
@@ -356,7 +344,7 @@ static long long crawl_unchanging(const char *name, int retention_s, int after_s
         fail_msg("%zu answers 304 (expected %s)", not_modified, want_304 ? "some" : "none");
     if (missing > 0)
         fail_msg("%zu of %zu pages not re-fetched in the last pass, %lld forgotten: %s", missing,
-                 pages, forgotten, slurp(d.errfile));
+                 pages, forgotten, crawlrun_slurp(d.errfile));
     return forgotten;
 }
 

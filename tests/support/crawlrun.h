@@ -58,7 +58,7 @@ int crawlrun_wait_exit(pid_t pid);
  * needle on (static buffer, valid until the next call), or NULL when time
  * ran out or pid (when > 0) ended first (its status is reaped then). */
 const char *crawlrun_await(pid_t pid, const char *errfile, const char *needle, long timeout_ms);
-/* The text of path (at most 64 KiB, static buffer, valid until the next
+/* The text of path (at most 1 MiB, static buffer, valid until the next
  * call); "" when it cannot be read. */
 char *crawlrun_slurp(const char *path);
 
