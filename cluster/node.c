@@ -116,6 +116,13 @@ static void check_end(node *n)
     }
 }
 
+/* The test hook: rc from an xchg call that stopped at o.fault. */
+static void fault_point(node *n, int rc)
+{
+    if (n->o.fault != XCHG_FAULT_NONE && rc > 0 && n->o.faulted != NULL)
+        n->o.faulted(n->o.end_arg);
+}
+
 static void *run(void *arg)
 {
     node *n = arg;
@@ -127,8 +134,10 @@ static void *run(void *arg)
             member_tick(n->m, now);
             next = now + tick;
         }
-        while (xchg_forward(n->fw, n->o.outbox) > 0 && !atomic_load(&n->stop))
-            ;
+        int sent;
+        while ((sent = xchg_forward(n->fw, n->o.outbox)) > 0 && !atomic_load(&n->stop))
+            if (n->o.fault == XCHG_FAULT_AFTER_XADD)
+                fault_point(n, sent);
         size_t k = member_held_slots(n->m, n->held, slots);
         follow(n, now, k);
         for (size_t i = 0; i < k; i++)
@@ -144,9 +153,11 @@ static void *run(void *arg)
         for (size_t i = 0; i < k; i++)
             if (member_may_fetch(n->m, n->held[i], t))
                 n->held[fresh++] = n->held[i];
-        if (fresh > 0)
-            xchg_consume(n->rd, n->held, fresh, n->o.apply, n->o.apply_arg);
-        else
+        if (fresh > 0) {
+            int got = xchg_consume(n->rd, n->held, fresh, n->o.apply, n->o.apply_arg);
+            if (n->o.fault == XCHG_FAULT_AFTER_APPLY)
+                fault_point(n, got);
+        } else
             nap_ms(tick / 10 > 0 ? tick / 10 : 1);
         if (now >= next_trim) {
             for (size_t i = 0; i < fresh; i++)
@@ -176,7 +187,7 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
     int block = (int)(o->member.lease_ms / 10);
     xchg_opts xo = { .redis = o->member.redis, .crawl_id = o->member.crawl_id,
                      .node_id = o->member.node_id, .block_ms = block > 0 ? block : 1,
-                     .batch = 500 };
+                     .batch = 500, .fault = o->fault };
     if (rc == 0)
         rc = xchg_open(&xo, &n->rd, err, errlen);
     if (rc == 0)
