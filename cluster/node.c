@@ -32,6 +32,7 @@ struct node {
     int64_t epoch_since;   /* when epoch_seen was first seen */
     int64_t paused_since;  /* 0: not paused */
     uint64_t pauses;
+    int fault;             /* o.fault once armed, else XCHG_FAULT_NONE */
 };
 
 static void nap_ms(int64_t ms)
@@ -116,10 +117,21 @@ static void check_end(node *n)
     }
 }
 
-/* The test hook: rc from an xchg call that stopped at o.fault. */
-static void fault_point(node *n, int rc)
+/* The test hook (node_opts.fault): arms it when the caller says so. */
+static void arm_fault(node *n)
 {
-    if (n->o.fault != XCHG_FAULT_NONE && rc > 0 && n->o.faulted != NULL)
+    if (n->o.fault == XCHG_FAULT_NONE || n->fault != XCHG_FAULT_NONE ||
+        n->o.fault_armed == NULL || n->o.faulted == NULL || !n->o.fault_armed(n->o.end_arg))
+        return;
+    n->fault = n->o.fault;
+    xchg_set_fault(n->rd, n->fault);
+    xchg_set_fault(n->fw, n->fault);
+}
+
+/* rc: what an xchg call returned that stops at point once armed. */
+static void fault_point(node *n, int point, int rc)
+{
+    if (n->fault == point && rc > 0)
         n->o.faulted(n->o.end_arg);
 }
 
@@ -134,10 +146,10 @@ static void *run(void *arg)
             member_tick(n->m, now);
             next = now + tick;
         }
+        arm_fault(n);
         int sent;
         while ((sent = xchg_forward(n->fw, n->o.outbox)) > 0 && !atomic_load(&n->stop))
-            if (n->o.fault == XCHG_FAULT_AFTER_XADD)
-                fault_point(n, sent);
+            fault_point(n, XCHG_FAULT_AFTER_XADD, sent);
         size_t k = member_held_slots(n->m, n->held, slots);
         follow(n, now, k);
         for (size_t i = 0; i < k; i++)
@@ -155,8 +167,7 @@ static void *run(void *arg)
                 n->held[fresh++] = n->held[i];
         if (fresh > 0) {
             int got = xchg_consume(n->rd, n->held, fresh, n->o.apply, n->o.apply_arg);
-            if (n->o.fault == XCHG_FAULT_AFTER_APPLY)
-                fault_point(n, got);
+            fault_point(n, XCHG_FAULT_AFTER_APPLY, got);
         } else
             nap_ms(tick / 10 > 0 ? tick / 10 : 1);
         if (now >= next_trim) {
@@ -187,7 +198,7 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
     int block = (int)(o->member.lease_ms / 10);
     xchg_opts xo = { .redis = o->member.redis, .crawl_id = o->member.crawl_id,
                      .node_id = o->member.node_id, .block_ms = block > 0 ? block : 1,
-                     .batch = 500, .fault = o->fault };
+                     .batch = 500 };
     if (rc == 0)
         rc = xchg_open(&xo, &n->rd, err, errlen);
     if (rc == 0)

@@ -128,14 +128,28 @@ static int fault_from_env(void)
     return XCHG_FAULT_NONE;
 }
 
+/* Armed once this node has CRAWLD_CLUSTER_FAULT_PAGES responses (default
+ * 0: at once), so that it dies in the middle of its share. */
+static int fault_armed(void *arg)
+{
+    clusterrun *r = arg;
+    const char *e = getenv("CRAWLD_CLUSTER_FAULT_PAGES");
+    long long want = e != NULL ? atoll(e) : 0;
+    crawl_status st;
+    crawl_status_get(r->c, &st, NULL, 0);
+    return (long long)st.pages >= want;
+}
+
 static void faulted(void *arg)
 {
     clusterrun *r = arg;
     atomic_store(&r->halted, true); /* the gate hands out nothing more */
     crawl_pause(r->c);
+    uint64_t pages;
     for (;;) {
         crawl_status st;
         crawl_status_get(r->c, &st, NULL, 0);
+        pages = st.pages;
         if (st.in_flight == 0)
             break;
         struct timespec ts = { 0, 10 * 1000000L };
@@ -143,8 +157,9 @@ static void faulted(void *arg)
     }
     /* commits every outcome queued so far (an apply of nothing) */
     int rc = crawl_admit_remote(r->c, NULL, 0);
-    fprintf(stderr, "crawld: CRAWLD_CLUSTER_FAULT: stopped at the fault point (outcomes %s),"
-                    " killing myself\n", rc == 0 ? "committed" : "NOT committed");
+    fprintf(stderr, "crawld: CRAWLD_CLUSTER_FAULT: stopped at the fault point (outcomes %s)"
+                    " after %llu responses, killing myself\n",
+            rc == 0 ? "committed" : "NOT committed", (unsigned long long)pages);
     raise(SIGKILL);
 }
 #endif
@@ -179,6 +194,7 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
     };
 #ifdef CRAWLD_FAULT_HOOKS
     o.fault = fault_from_env();
+    o.fault_armed = fault_armed;
     o.faulted = faulted;
 #endif
     rc = node_start(&o, &r->n, err, errlen);

@@ -552,20 +552,24 @@ static void node_leaves_on_sigterm(void **state)
  * each URL once. The faults build's hook (crawler/clusterrun.c):
  * CRAWLD_CLUSTER_FAULT=after-xadd or after-apply sets the node's
  * xchg_opts.fault (XCHG_FAULT_AFTER_XADD / _AFTER_APPLY) and the process
- * kills itself (SIGKILL) where the xchg stops, once no fetch is in flight
- * and every finished page's outcome is committed. */
+ * kills itself (SIGKILL) where the xchg stops (the first time after
+ * CRAWLD_CLUSTER_FAULT_PAGES responses), once no fetch is in flight and
+ * every finished page's outcome is committed. */
 static void crash_at_fault_point(const char *point)
 {
     NEED_CLUSTER();
     if (!faults_binary_has("CRAWLD_CLUSTER_FAULT"))
         fail_msg("the faults build (CRAWLD_FAULTS_BIN) has no CRAWLD_CLUSTER_FAULT hook");
     start_nodes(2);
-    /* the third node runs the faults build, told where to die */
+    /* the third node runs the faults build, told where to die: in the
+     * middle of its share, fetches running (a fifth of it: 100 responses) */
     setenv("CRAWLD_CLUSTER_FAULT", point, 1);
+    setenv("CRAWLD_CLUSTER_FAULT_PAGES", "100", 1);
     node_config(2);
     const char *const args[] = { "run", "-c", W.cfg[2], NULL };
     int rc = crawlproc_start_bin(&W.node[2], getenv("CRAWLD_FAULTS_BIN"), W.dir, "node2", args);
     unsetenv("CRAWLD_CLUSTER_FAULT");
+    unsetenv("CRAWLD_CLUSTER_FAULT_PAGES");
     assert_int_equal(rc, 0);
     int st = crawlproc_wait(&W.node[2], NODE_WAIT_MS);
     assert_int_equal(st, 128 + SIGKILL); /* it died at the point, as it says */
