@@ -215,11 +215,16 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
     if (rc == 0 && o->quiet != NULL)
         rc = quiet_open(o->member.redis, o->member.crawl_id, o->member.node_id,
                         member_slots(n->m), (int)o->member.lease_ms, &n->q, err, errlen);
+    /* *out before the thread starts: its apply may call back into the
+     * caller, which reads *out (clusterrun's is_local) */
+    if (rc == 0)
+        *out = n;
     if (rc == 0 && pthread_create(&n->th, NULL, run, n) != 0) {
         snprintf(err, errlen, "cannot start the cluster thread");
         rc = -EAGAIN;
     }
     if (rc < 0) {
+        *out = NULL;
         quiet_free(n->q);
         cr_free((void *)n->mine);
         xchg_free(n->fw);
@@ -231,7 +236,6 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
         cr_free(n);
         return rc;
     }
-    *out = n;
     return 0;
 }
 

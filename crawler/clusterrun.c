@@ -21,6 +21,7 @@ struct clusterrun {
     char node_id[512];
     atomic_bool ready;
     atomic_bool halted;    /* the fault hook closed the gate */
+    atomic_bool wired;     /* crawl_set_cluster done: apply may admit */
 };
 
 static int is_local(void *arg, const char *host, size_t len, uint32_t *slot)
@@ -42,6 +43,10 @@ static int may_fetch(void *arg, const char *host)
 static int apply(void *arg, const xchg_link *v, size_t n)
 {
     clusterrun *r = arg;
+    /* the node thread runs before crawl_set_cluster: until then the
+     * entries stay pending (read again next round) */
+    if (!atomic_load(&r->wired))
+        return -EAGAIN;
     crawl_link *l = cr_calloc(n ? n : 1, sizeof *l);
     if (l == NULL)
         return -ENOMEM;
@@ -207,6 +212,7 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
                          .ob = r->ob, .arg = r };
     int64_t retry = cfg->cluster.lease_ms / 10;
     crawl_set_cluster(c, &cl, retry > 0 ? retry : 1);
+    atomic_store(&r->wired, true);
     *out = r;
     return 0;
 }
