@@ -84,16 +84,21 @@ $(BIN)/testsite: $(SITE_SRC:%.c=$(B)/%.o) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-# Test builds: storage/db.c again with its fault hook (CRAWLD_FAULTS, see
-# db.c), in a library the tests link and in bin/crawld-faults, the binary
+# Test builds: storage/db.c, storage/spool.c and crawler/clusterrun.c again
+# with their fault hooks (CRAWLD_FAULTS, CRAWLD_CLUSTER_FAULT, see the
+# sources), in a library the tests link and in bin/crawld-faults, the binary
 # the failure tests run. bin/crawld itself has no hook.
-FAULT_OBJ := $(B)/storage/db-faults.o $(B)/storage/spool-faults.o
+FAULT_SRC := storage/db.c storage/spool.c crawler/clusterrun.c
+FAULT_OBJ := $(patsubst %.c,$(B)/%-faults.o,$(FAULT_SRC))
 TLIB := $(B)/libcrawld-test.a
 $(B)/storage/%-faults.o: storage/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DCRAWLD_FAULT_HOOKS $(ALL_CFLAGS) -c $< -o $@
+$(B)/crawler/%-faults.o: crawler/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DCRAWLD_FAULT_HOOKS $(ALL_CFLAGS) -c $< -o $@
 
-$(TLIB): $(filter-out $(B)/storage/db.o $(B)/storage/spool.o,$(LIB_OBJ)) $(FAULT_OBJ)
+$(TLIB): $(filter-out $(patsubst %.c,$(B)/%.o,$(FAULT_SRC)),$(LIB_OBJ)) $(FAULT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 

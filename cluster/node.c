@@ -32,6 +32,7 @@ struct node {
     int64_t epoch_since;   /* when epoch_seen was first seen */
     int64_t paused_since;  /* 0: not paused */
     uint64_t pauses;
+    int fault;             /* o.fault once armed, else XCHG_FAULT_NONE */
 };
 
 static void nap_ms(int64_t ms)
@@ -116,6 +117,24 @@ static void check_end(node *n)
     }
 }
 
+/* The test hook (node_opts.fault): arms it when the caller says so. */
+static void arm_fault(node *n)
+{
+    if (n->o.fault == XCHG_FAULT_NONE || n->fault != XCHG_FAULT_NONE ||
+        n->o.fault_armed == NULL || n->o.faulted == NULL || !n->o.fault_armed(n->o.end_arg))
+        return;
+    n->fault = n->o.fault;
+    xchg_set_fault(n->rd, n->fault);
+    xchg_set_fault(n->fw, n->fault);
+}
+
+/* rc: what an xchg call returned that stops at point once armed. */
+static void fault_point(node *n, int point, int rc)
+{
+    if (n->fault == point && rc > 0)
+        n->o.faulted(n->o.end_arg);
+}
+
 static void *run(void *arg)
 {
     node *n = arg;
@@ -127,8 +146,10 @@ static void *run(void *arg)
             member_tick(n->m, now);
             next = now + tick;
         }
-        while (xchg_forward(n->fw, n->o.outbox) > 0 && !atomic_load(&n->stop))
-            ;
+        arm_fault(n);
+        int sent;
+        while ((sent = xchg_forward(n->fw, n->o.outbox)) > 0 && !atomic_load(&n->stop))
+            fault_point(n, XCHG_FAULT_AFTER_XADD, sent);
         size_t k = member_held_slots(n->m, n->held, slots);
         follow(n, now, k);
         for (size_t i = 0; i < k; i++)
@@ -144,9 +165,10 @@ static void *run(void *arg)
         for (size_t i = 0; i < k; i++)
             if (member_may_fetch(n->m, n->held[i], t))
                 n->held[fresh++] = n->held[i];
-        if (fresh > 0)
-            xchg_consume(n->rd, n->held, fresh, n->o.apply, n->o.apply_arg);
-        else
+        if (fresh > 0) {
+            int got = xchg_consume(n->rd, n->held, fresh, n->o.apply, n->o.apply_arg);
+            fault_point(n, XCHG_FAULT_AFTER_APPLY, got);
+        } else
             nap_ms(tick / 10 > 0 ? tick / 10 : 1);
         if (now >= next_trim) {
             for (size_t i = 0; i < fresh; i++)
@@ -193,11 +215,16 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
     if (rc == 0 && o->quiet != NULL)
         rc = quiet_open(o->member.redis, o->member.crawl_id, o->member.node_id,
                         member_slots(n->m), (int)o->member.lease_ms, &n->q, err, errlen);
+    /* *out before the thread starts: its apply may call back into the
+     * caller, which reads *out (clusterrun's is_local) */
+    if (rc == 0)
+        *out = n;
     if (rc == 0 && pthread_create(&n->th, NULL, run, n) != 0) {
         snprintf(err, errlen, "cannot start the cluster thread");
         rc = -EAGAIN;
     }
     if (rc < 0) {
+        *out = NULL;
         quiet_free(n->q);
         cr_free((void *)n->mine);
         xchg_free(n->fw);
@@ -209,7 +236,6 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
         cr_free(n);
         return rc;
     }
-    *out = n;
     return 0;
 }
 

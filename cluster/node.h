@@ -38,6 +38,14 @@ typedef struct node_opts {
     int (*quiet)(void *arg, uint64_t *gen /* OUT */);
     void (*ended)(void *arg);
     void *end_arg;
+    /* Test hook (the faults build's CRAWLD_CLUSTER_FAULT): an enum
+     * xchg_fault, set on both xchg once fault_armed (end_arg) says 1 (asked
+     * every round); the first forward or consume that then stops there
+     * with rows or entries calls faulted (on the node thread, with
+     * end_arg), which is expected not to return (the process dies). */
+    int fault;
+    int (*fault_armed)(void *arg);
+    void (*faulted)(void *arg);
 } node_opts;
 
 typedef struct node_info {

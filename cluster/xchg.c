@@ -100,6 +100,11 @@ void xchg_get_info(const xchg *x, xchg_info *out)
     *out = x->info;
 }
 
+void xchg_set_fault(xchg *x, int fault)
+{
+    x->o.fault = fault;
+}
+
 int xchg_forward(xchg *x, outbox *ob)
 {
     if (ready(x) < 0)

@@ -94,4 +94,7 @@ int xchg_trim(xchg *x, uint32_t slot);
 
 void xchg_get_info(const xchg *x, xchg_info *out /* OUT */);
 
+/* Sets opts.fault from now on (a test arming its hook mid-run). */
+void xchg_set_fault(xchg *x, int fault);
+
 #endif

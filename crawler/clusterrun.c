@@ -2,7 +2,9 @@
 #include "clusterrun.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -18,6 +20,8 @@ struct clusterrun {
     node *n;
     char node_id[512];
     atomic_bool ready;
+    atomic_bool halted;    /* the fault hook closed the gate */
+    atomic_bool wired;     /* crawl_set_cluster done: apply may admit */
 };
 
 static int is_local(void *arg, const char *host, size_t len, uint32_t *slot)
@@ -30,6 +34,8 @@ static int is_local(void *arg, const char *host, size_t len, uint32_t *slot)
 static int may_fetch(void *arg, const char *host)
 {
     clusterrun *r = arg;
+    if (atomic_load(&r->halted))
+        return 0;
     return node_may_fetch(r->n, host, strlen(host));
 }
 
@@ -37,6 +43,10 @@ static int may_fetch(void *arg, const char *host)
 static int apply(void *arg, const xchg_link *v, size_t n)
 {
     clusterrun *r = arg;
+    /* the node thread runs before crawl_set_cluster: until then the
+     * entries stay pending (read again next round) */
+    if (!atomic_load(&r->wired))
+        return -EAGAIN;
     crawl_link *l = cr_calloc(n ? n : 1, sizeof *l);
     if (l == NULL)
         return -ENOMEM;
@@ -103,6 +113,62 @@ static void ended(void *arg)
     crawl_end_cluster(r->c);
 }
 
+#ifdef CRAWLD_FAULT_HOOKS
+/* The faults build's CRAWLD_CLUSTER_FAULT=after-apply|after-xadd: the node
+ * stops its exchange there (see xchg_fault), and this process dies with
+ * SIGKILL once no fetch is in flight and every finished page's outcome is
+ * committed, so that the crash loses and repeats nothing but the stream
+ * step it stopped before. */
+static int fault_from_env(void)
+{
+    const char *e = getenv("CRAWLD_CLUSTER_FAULT");
+    if (e == NULL)
+        return XCHG_FAULT_NONE;
+    if (strcmp(e, "after-apply") == 0)
+        return XCHG_FAULT_AFTER_APPLY;
+    if (strcmp(e, "after-xadd") == 0)
+        return XCHG_FAULT_AFTER_XADD;
+    fprintf(stderr, "crawld: CRAWLD_CLUSTER_FAULT=%.100s: not after-apply or after-xadd,"
+                    " ignored\n", e);
+    return XCHG_FAULT_NONE;
+}
+
+/* Armed once this node has CRAWLD_CLUSTER_FAULT_PAGES responses (default
+ * 0: at once), so that it dies in the middle of its share. */
+static int fault_armed(void *arg)
+{
+    clusterrun *r = arg;
+    const char *e = getenv("CRAWLD_CLUSTER_FAULT_PAGES");
+    long long want = e != NULL ? atoll(e) : 0;
+    crawl_status st;
+    crawl_status_get(r->c, &st, NULL, 0);
+    return (long long)st.pages >= want;
+}
+
+static void faulted(void *arg)
+{
+    clusterrun *r = arg;
+    atomic_store(&r->halted, true); /* the gate hands out nothing more */
+    crawl_pause(r->c);
+    uint64_t pages;
+    for (;;) {
+        crawl_status st;
+        crawl_status_get(r->c, &st, NULL, 0);
+        pages = st.pages;
+        if (st.in_flight == 0)
+            break;
+        struct timespec ts = { 0, 10 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    /* commits every outcome queued so far (an apply of nothing) */
+    int rc = crawl_admit_remote(r->c, NULL, 0);
+    fprintf(stderr, "crawld: CRAWLD_CLUSTER_FAULT: stopped at the fault point (outcomes %s)"
+                    " after %llu responses, killing myself\n",
+            rc == 0 ? "committed" : "NOT committed", (unsigned long long)pages);
+    raise(SIGKILL);
+}
+#endif
+
 int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **out, char *err,
                      size_t errlen)
 {
@@ -131,6 +197,11 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
         .outbox = r->ob, .apply = apply, .apply_arg = r,
         .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,
     };
+#ifdef CRAWLD_FAULT_HOOKS
+    o.fault = fault_from_env();
+    o.fault_armed = fault_armed;
+    o.faulted = faulted;
+#endif
     rc = node_start(&o, &r->n, err, errlen);
     if (rc < 0) {
         outbox_close(r->ob);
@@ -141,6 +212,7 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
                          .ob = r->ob, .arg = r };
     int64_t retry = cfg->cluster.lease_ms / 10;
     crawl_set_cluster(c, &cl, retry > 0 ? retry : 1);
+    atomic_store(&r->wired, true);
     *out = r;
     return 0;
 }
