@@ -1576,6 +1576,37 @@ void crawl_end_cluster(crawl *c)
 
 /* ---- figures ----------------------------------------------------------- */
 
+typedef struct newest_read {
+    crawl_status *st;
+    size_t fill_cap;
+} newest_read;
+
+/* The newest filter's figures and per-stage fill (gens_with_newest). */
+static void read_newest(bloom *bf, void *arg)
+{
+    newest_read *nr = arg;
+    crawl_status *st = nr->st;
+    bloom_stats_get(bf, &st->bloom);
+    bloom_params bp;
+    bloom_get_params(bf, &bp);
+    for (unsigned sh = 0; sh < bp.shards; sh++)
+        for (unsigned stg = 0; stg < bloom_stage_count(bf, sh); stg++) {
+            bloom_stage_info si;
+            if (bloom_stage_info_get(bf, sh, stg, &si) != 0)
+                continue;
+            st->fill_total++;
+            if (st->fill_len < nr->fill_cap)
+                st->fill[st->fill_len++] = (crawl_fill){ .shard = sh, .stage = stg, .fill = si.fill };
+        }
+}
+
+static void read_cells(bloom *bf, void *arg)
+{
+    bloom_params bp;
+    bloom_get_params(bf, &bp);
+    *(size_t *)arg = (size_t)bp.shards * bp.max_stages;
+}
+
 void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_cap)
 {
     memset(st, 0, sizeof *st);
@@ -1669,8 +1700,11 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     st->done = c->done;
     pthread_mutex_unlock(&c->lock);
     seen_counters_get(c->s, &st->dedup);
-    bloom *bf = seen_bloom(c->s);
-    bloom_stats_get(bf, &st->bloom);
+    st->fill = fill_cap ? fill : NULL;
+    newest_read nr = { st, fill_cap };
+    /* the status is read by the progress and control threads while the
+     * crawl thread may drop a generation: under the ring's lock */
+    gens_with_newest(seen_gens(c->s), read_newest, &nr);
     st->fpr_bound = st->bloom.fpr_bound;
     st->fpr_predicted = st->bloom.fpr_model;
     gens_stats_get(seen_gens(c->s), &st->gens);
@@ -1682,25 +1716,13 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
     st->bloom_fill = st->bloom.fill;
     st->bloom_stages = st->bloom.stages_total;
     scope_get_counts(c->sc, st->scope_verdicts);
-    st->fill = fill_cap ? fill : NULL;
-    bloom_params bp;
-    bloom_get_params(bf, &bp);
-    for (unsigned sh = 0; sh < bp.shards; sh++)
-        for (unsigned stg = 0; stg < bloom_stage_count(bf, sh); stg++) {
-            bloom_stage_info si;
-            if (bloom_stage_info_get(bf, sh, stg, &si) != 0)
-                continue;
-            st->fill_total++;
-            if (st->fill_len < fill_cap)
-                st->fill[st->fill_len++] = (crawl_fill){ .shard = sh, .stage = stg, .fill = si.fill };
-        }
 }
 
 size_t crawl_fill_cells(crawl *c)
 {
-    bloom_params bp;
-    bloom_get_params(seen_bloom(c->s), &bp);
-    return (size_t)bp.shards * bp.max_stages;
+    size_t cells = 0;
+    gens_with_newest(seen_gens(c->s), read_cells, &cells);
+    return cells;
 }
 
 /* Stores the figures in the database, for `crawld stats`, and a sample of

@@ -381,6 +381,13 @@ bloom *gens_newest(gens *g)
     return bf;
 }
 
+void gens_with_newest(gens *g, void (*fn)(bloom *bf, void *arg), void *arg)
+{
+    rd_lock(g);
+    fn(g->gen[g->n - 1].bf, arg);
+    rd_unlock(g);
+}
+
 int gens_save(gens *g, const char *path, uint64_t high_water_mark, const uint8_t *owner,
               char *err, size_t errlen)
 {

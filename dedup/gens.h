@@ -140,6 +140,10 @@ void gens_stats_get(gens *g, gens_stats *out /* OUT */);
 /* The newest generation's filter (valid until the next gens_push/drop;
  * for its parameters and per-stage figures). */
 bloom *gens_newest(gens *g);
+/* Calls fn with the newest generation's filter under the ring's read
+ * lock, so that a drop on another thread cannot free it meanwhile: what a
+ * thread other than the one rotating the ring must use. */
+void gens_with_newest(gens *g, void (*fn)(bloom *bf, void *arg), void *arg);
 
 /* Saves every live generation (bloom_save_ring): 0 or < 0 with err. */
 int gens_save(gens *g, const char *path, uint64_t high_water_mark, const uint8_t *owner,

@@ -115,9 +115,13 @@ static cr_buf call(daemon_ *d, const char *path, const char *body)
     long status = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(e);
-    if (rc != CURLE_OK || status != 200)
-        fail_msg("%s: curl %d, HTTP %ld: %s", path, (int)rc, status,
-                 out.data ? out.data : "");
+    if (rc != CURLE_OK || status != 200) {
+        int st = 0;
+        pid_t w = waitpid(d->pid, &st, WNOHANG);
+        fail_msg("%s: curl %d, HTTP %ld: %s; crawld %s (wait status %#x); its log: %s", path,
+                 (int)rc, status, out.data ? out.data : "",
+                 w == d->pid ? "had exited" : "is running", st, crawlrun_slurp(d->errfile));
+    }
     if (out.data == NULL)
         cr_buf_puts(&out, "");
     return out;
