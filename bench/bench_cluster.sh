@@ -44,6 +44,10 @@ MICRO="$B/bench/bench_cluster"
 say() { echo "[bench-cluster] $*" >&2; }
 [ -x "$MICRO" ] || { echo "bench_cluster: $MICRO missing (run through make bench)"; exit 1; }
 command -v redis-server >/dev/null 2>&1 || { echo "bench_cluster: needs redis-server (apt-get install redis-server)"; exit 1; }
+# GNU time measures each node's CPU; installed as root, as the other benches do
+if [ ! -x /usr/bin/time ] && [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends time >/dev/null
+fi
 [ -x /usr/bin/time ] || { echo "bench_cluster: needs GNU time (apt-get install time)"; exit 1; }
 dir=$(mktemp -d /tmp/crawld-bench-redis-XXXXXX) || exit 1
 cat >"$dir/redis.conf" <<CONF
