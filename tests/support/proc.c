@@ -98,24 +98,49 @@ int proc_crawld(const char *const args[], const char *stdin_data, cr_buf *out, c
     return proc_run(argv, stdin_data, stdin_data ? strlen(stdin_data) : 0, out, err);
 }
 
+/* Paths proc_temp_file made, removed on reuse of their slot and at exit,
+ * so a test run leaves nothing in /tmp. */
+static char temp_paths[8][64];
+static pid_t temp_owner; /* a forked child that calls exit() leaves them */
+
+static void temp_files_remove(void)
+{
+    if (getpid() != temp_owner)
+        return;
+    for (int i = 0; i < 8; i++)
+        if (temp_paths[i][0] != '\0')
+            unlink(temp_paths[i]);
+}
+
 const char *proc_temp_file(int slot, const char *data, size_t len)
 {
-    static char paths[8][64];
+    static int registered;
     if (slot < 0 || slot >= 8)
         return NULL;
-    snprintf(paths[slot], sizeof paths[slot], "/tmp/crawld-test-XXXXXX");
-    int fd = mkstemp(paths[slot]);
-    if (fd < 0)
+    if (!registered) {
+        temp_owner = getpid();
+        registered = atexit(temp_files_remove) == 0;
+    }
+    char *path = temp_paths[slot];
+    if (path[0] != '\0')
+        unlink(path);
+    snprintf(path, sizeof temp_paths[slot], "/tmp/crawld-test-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        path[0] = '\0';
         return NULL;
+    }
     size_t off = 0;
     while (off < len) {
         ssize_t n = write(fd, data + off, len - off);
         if (n <= 0) {
             close(fd);
+            unlink(path);
+            path[0] = '\0';
             return NULL;
         }
         off += (size_t)n;
     }
     close(fd);
-    return paths[slot];
+    return path;
 }

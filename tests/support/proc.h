@@ -20,7 +20,8 @@ int proc_run(const char *const argv[], const char *stdin_data, size_t stdin_len,
 int proc_crawld(const char *const args[], const char *stdin_data, cr_buf *out, cr_buf *err);
 
 /* Writes data to a new temp file; returns its path (static buffer per call
- * slot 0..7) or NULL. */
+ * slot 0..7) or NULL. The file lives until its slot is used again or the
+ * test process exits, whichever comes first. */
 const char *proc_temp_file(int slot, const char *data, size_t len);
 
 #endif
