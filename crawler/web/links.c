@@ -7,6 +7,8 @@
  *        (charset.c)
  *     -> to UTF-8: as is / ISO-8859-1 by hand / iconv (invalid -> U+FFFD)
  *     -> push_utf8(): tag guard, NUL -> U+FFFD
+ *     -> sh_put(): values of attributes nothing reads cut to one byte
+ *        (unless keep_values; see "Unread attribute values")
  *     -> blk_put(): 16 KiB blocks -> htmlParseChunk()
  *     -> on_start() (SAX startElement) -> emit() -> caller's callback
  *
@@ -26,7 +28,8 @@
  *   stream cut at the same places, whatever the chunks the caller feeds:
  *   the links never depend on the network's chunking. A block of BLOCK
  *   bytes is cut before its last '<' in its second half (the rest starts
- *   the next block), a function of the stream alone. Why: when a block
+ *   the next block), a function of the stream alone (the unshortened
+ *   stream: shortening values moves no cut). Why: when a block
  *   ends inside a quoted attribute value, 2.9's start-tag lookahead
  *   (htmlParseLookupSequence with ignoreattrval) resumes without the
  *   quote character, never finds the tag's end, and libxml2 buffers the
@@ -93,6 +96,10 @@
 /* libxml2 reads at most 100 bytes as one name (HTML_PARSER_BUFFER_SIZE);
  * the guard assumes a longer run may start a new name every 64 bytes. */
 #define GUARD_NAME_SPLIT 64
+#define SH_NAME_MAX 64  /* a longer name: the shortener stops (libxml2 cuts
+                           names at 100) */
+#define SH_NAME_KEEP 12 /* longest name compared: "imagesrcset" */
+#define SH_TMAX 1024    /* values shortened per block, at most */
 
 _Static_assert((int)CHARSET_FROM_DEFAULT == LINKS_ENC_DEFAULT && (int)CHARSET_FROM_BOM == LINKS_ENC_BOM &&
                    (int)CHARSET_FROM_HEADER == LINKS_ENC_HEADER && (int)CHARSET_FROM_META == LINKS_ENC_META,
@@ -135,6 +142,22 @@ struct links_parser {
     const xmlChar *inert_name;
     bool inert;                 /* for the element being handled */
 
+    /* unread attribute values (see "Unread attribute values") */
+    bool keep_values;           /* option: never shorten */
+    uint8_t sh;                 /* SH_*: how libxml2 reads the stream here */
+    uint8_t sh_t;               /* in a start tag: its G_* state */
+    uint8_t sh_raw;             /* the tag being read is script (1) / style (2) */
+    uint8_t sh_k;               /* characters of a keyword matched */
+    size_t sh_nlen;             /* length of the tag or attribute name so far */
+    char sh_name[SH_NAME_KEEP]; /* its first bytes, lowercase */
+    bool sh_vok;                /* the attribute being read is one nobody reads */
+    unsigned char sh_last;      /* the last byte given to sh_put */
+    size_t sh_vstart;           /* blk offset of the open value's first byte,
+                                   SIZE_MAX: it is not to be shortened */
+    size_t sh_tn;               /* values shortened in the block (sh_tpos/td) */
+    uint16_t sh_tpos[SH_TMAX];  /* blk offset of each one's kept byte */
+    uint16_t sh_td[SH_TMAX];    /* bytes it lost */
+
     /* tag guard */
     uint32_t g_cnt[G_N];
     unsigned g_mask;            /* active states */
@@ -151,7 +174,10 @@ struct links_parser {
     size_t title_len;
 
     char kind[KIND_MAX];
-    size_t blk_len;
+    size_t blk_len;             /* bytes in blk */
+    size_t blk_orig;            /* stream bytes they stand for (>= blk_len) */
+    size_t blk_half;            /* blk offset of stream offset BLOCK / 2, or
+                                   SIZE_MAX while the block is shorter */
     unsigned char blk[BLOCK];
 };
 
@@ -1118,14 +1144,18 @@ static size_t guard_scan(links_parser *p, const unsigned char *s, size_t n, bool
 /* ---- feeding libxml2 ------------------------------------------------------ */
 
 /* Where a full block is cut: before its last '<' in its second half, else
- * at its end (see the top of the file). */
+ * at its end (see the top of the file). The halves are of the stream's
+ * bytes: with values shortened (blk_orig > blk_len), the block is cut where
+ * the unshortened one would be, so libxml2 always gets the same pieces of
+ * the page, shortened or not. */
 static size_t blk_cut(const links_parser *p)
 {
-    for (size_t i = BLOCK - 1; i >= BLOCK / 2; i--) {
-        if (p->blk[i] == '<')
-            return i;
+    size_t lo = p->blk_half < p->blk_len ? p->blk_half : p->blk_len;
+    for (size_t i = p->blk_len; i > lo; i--) {
+        if (p->blk[i - 1] == '<')
+            return i - 1;
     }
-    return BLOCK;
+    return p->blk_len;
 }
 
 /* The block goes to libxml2, all of it, or (cut) up to blk_cut, the rest
@@ -1139,8 +1169,22 @@ static void blk_flush(links_parser *p, int terminate, bool cut)
     quiet q;
     quiet_begin(&q);
     htmlParseChunk(p->ctxt, (const char *)p->blk, (int)n, terminate);
-    memmove(p->blk, p->blk + n, p->blk_len - n);
-    p->blk_len -= n;
+    /* what stays: its stream length counts the values shortened in it */
+    size_t rest = p->blk_len - n, orig = rest, keep = 0;
+    for (size_t t = 0; t < p->sh_tn; t++) {
+        if (p->sh_tpos[t] < n)
+            continue;
+        orig += p->sh_td[t];
+        p->sh_tpos[keep] = (uint16_t)(p->sh_tpos[t] - n);
+        p->sh_td[keep++] = p->sh_td[t];
+    }
+    p->sh_tn = keep;
+    if (p->sh_vstart != SIZE_MAX)
+        p->sh_vstart = p->sh_vstart >= n ? p->sh_vstart - n : SIZE_MAX;
+    memmove(p->blk, p->blk + n, rest);
+    p->blk_len = rest;
+    p->blk_orig = orig;
+    p->blk_half = SIZE_MAX;
     if (!terminate && !p->stopped &&
         (p->ctxt->disableSAX || p->ctxt->instate == XML_PARSER_EOF))
         stop(p, LINKS_TRUNC_PARSER);
@@ -1153,16 +1197,381 @@ static void blk_flush(links_parser *p, int terminate, bool cut)
 static void blk_put(links_parser *p, const unsigned char *s, size_t n)
 {
     while (n > 0 && !p->stopped) {
-        size_t k = BLOCK - p->blk_len;
+        size_t k = BLOCK - p->blk_orig;
         if (k > n)
             k = n;
+        if (p->blk_half == SIZE_MAX && p->blk_orig + k > BLOCK / 2)
+            p->blk_half = p->blk_len + (BLOCK / 2 - p->blk_orig);
         memcpy(p->blk + p->blk_len, s, k);
         p->blk_len += k;
+        p->blk_orig += k;
         s += k;
         n -= k;
-        if (p->blk_len == BLOCK)
+        if (p->blk_orig == BLOCK)
             blk_flush(p, 0, true);
     }
+}
+
+/* ---- unread attribute values ----------------------------------------------
+ *
+ * Most of libxml2's time goes to attribute values (javadoc: class, title,
+ * id, ...), and nothing reads most of them. So, before blk_put, the value
+ * of an attribute that neither on_start nor libxml2 reads is cut to one
+ * byte ("x", inside its quotes), where that is exact. The shortener follows
+ * the stream as libxml2's push parser (2.9.14) reads it: text; start tags
+ * with htmlParseStartTag's attribute syntax (the guard's G_* automaton);
+ * end tags; comments; <!DOCTYPE name>; script and style content up to their
+ * end tag. At anything it does not follow exactly (a '<' not followed by a
+ * letter, '/' or '!'; a processing instruction; a bogus comment; a comment
+ * that "--" does not end with '>'; a DOCTYPE with more than a name; "</" in
+ * a script not followed by its end tag; a script or style tag ended by
+ * "/>"; a name of over SH_NAME_MAX bytes) it stops for the rest of the page
+ * (SH_OFF): libxml2 then gets every byte. A value is shortened only when
+ * all of these hold:
+ *   - it is quoted, in a start tag the shortener is sure of;
+ *   - its attribute is none of those read (sh_name_read; libxml2 itself
+ *     reads only meta's charset, content and http-equiv, all in the list);
+ *   - it holds no '<', '>', '&', '"' or '\'' (the bytes libxml2's lookahead
+ *     and entity handling look at), and is valid UTF-8 (libxml2 switches a
+ *     page to ISO-8859-1 at an invalid byte);
+ *   - it lies in one block (blk_cut cuts the stream where it would cut the
+ *     unshortened one: libxml2 gets the same pieces, each shortened).
+ * test_links parses every case both ways, random pages and real ones, and
+ * fuzz_links does the same: links, base, title, robots and stats agree. */
+
+enum sh_state { SH_OFF = 0, SH_TEXT, SH_LT, SH_TAG, SH_ETAG, SH_ETNAME, SH_ETEND,
+                SH_BANG, SH_BANG1, SH_DOCT, SH_DOCTB, SH_DOCTN, SH_DOCTE,
+                SH_CSTART, SH_CBODY, SH_CD1, SH_CD2,
+                SH_RAW, SH_RAWLT, SH_RAWNAME, SH_RAWEND };
+
+/* Attributes something reads (sh_name_read): on_start, on_meta, on_base,
+ * rel_parse, css_and_title_at_tag (style), and libxml2's htmlCheckMeta
+ * (charset, content, http-equiv): action, charset, content, data, href,
+ * http-equiv, imagesrcset, name, poster, rel, src, srcset, style. */
+static bool sh_name_read(const links_parser *p)
+{
+    size_t n = p->sh_nlen;
+    if (n < 3 || n > SH_NAME_KEEP)
+        return false;
+    const char *m = p->sh_name;
+    switch (m[0]) { /* one or two compares per attribute */
+    case 'a':
+        return n == 6 && memcmp(m, "action", 6) == 0;
+    case 'c':
+        return (n == 7 && memcmp(m, "charset", 7) == 0) ||
+               (n == 7 && memcmp(m, "content", 7) == 0);
+    case 'd':
+        return n == 4 && memcmp(m, "data", 4) == 0;
+    case 'h':
+        return (n == 4 && memcmp(m, "href", 4) == 0) ||
+               (n == 10 && memcmp(m, "http-equiv", 10) == 0);
+    case 'i':
+        return n == 11 && memcmp(m, "imagesrcset", 11) == 0;
+    case 'n':
+        return n == 4 && memcmp(m, "name", 4) == 0;
+    case 'p':
+        return n == 6 && memcmp(m, "poster", 6) == 0;
+    case 'r':
+        return n == 3 && memcmp(m, "rel", 3) == 0;
+    case 's':
+        return (n == 3 && memcmp(m, "src", 3) == 0) || (n == 6 && memcmp(m, "srcset", 6) == 0) ||
+               (n == 5 && memcmp(m, "style", 5) == 0);
+    default:
+        return false;
+    }
+}
+
+static void sh_off(links_parser *p)
+{
+    p->sh = SH_OFF;
+    p->sh_vstart = SIZE_MAX;
+}
+
+/* The value blk[sh_vstart..blk_len) has ended (its quote is next): cut it
+ * to one byte if it may be. */
+static void sh_shorten(links_parser *p)
+{
+    size_t v = p->sh_vstart, n = p->blk_len;
+    p->sh_vstart = SIZE_MAX;
+    if (v == SIZE_MAX || n - v < 2 || p->sh_tn >= SH_TMAX)
+        return;
+    const unsigned char *b = p->blk;
+    for (size_t i = v; i < n;) {
+        unsigned char c = b[i];
+        if (c == '<' || c == '>' || c == '&' || c == '"' || c == '\'')
+            return;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(b + i, n - i);
+        if (k == 0)
+            return;
+        i += k;
+    }
+    p->blk[v] = 'x';
+    p->blk_len = v + 1;
+    if (p->blk_half != SIZE_MAX && p->blk_half > v + 1)
+        p->blk_half = v + 1; /* the half fell in the value */
+    p->sh_tpos[p->sh_tn] = (uint16_t)v;
+    p->sh_td[p->sh_tn++] = (uint16_t)(n - v - 1);
+    p->st.elided += n - v - 1;
+}
+
+/* In a start tag, from s[i]: follows it (g_step's syntax) to its end or
+ * the end of the input; *from: the first byte not yet given to blk_put. */
+static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n, size_t *from)
+{
+    while (i < n) {
+        unsigned char c = s[i];
+        if (g_blank(c) && (p->sh_t == G_BEFORE || p->sh_t == G_AFTERNAME ||
+                           p->sh_t == G_BEFOREVAL)) {
+            while (++i < n && g_blank(s[i]))
+                ;
+            continue;
+        }
+        switch (p->sh_t) {
+        case G_TNAME:
+        case G_ANAME: {
+            size_t j = i;
+            while (j < n && g_namechar(s[j]))
+                j++;
+            for (size_t k = i; k < j && p->sh_nlen + (k - i) < SH_NAME_KEEP; k++)
+                p->sh_name[p->sh_nlen + (k - i)] = (char)lower(s[k]);
+            p->sh_nlen += j - i;
+            if (p->sh_nlen > SH_NAME_MAX) {
+                sh_off(p);
+                return j;
+            }
+            i = j;
+            if (i >= n)
+                return n;
+            if (p->sh_t == G_TNAME) {
+                p->sh_raw = p->sh_nlen == 6 && memcmp(p->sh_name, "script", 6) == 0 ? 1
+                          : p->sh_nlen == 5 && memcmp(p->sh_name, "style", 5) == 0 ? 2 : 0;
+                p->sh_t = G_BEFORE;
+            } else {
+                p->sh_vok = !sh_name_read(p);
+                p->sh_t = G_AFTERNAME;
+            }
+            continue;
+        }
+        case G_BEFORE:
+            if (c == '>')
+                goto end;
+            if (g_namestart(c)) {
+                p->sh_t = G_ANAME;
+                p->sh_nlen = 0;
+            } else {
+                p->sh_t = G_BOGUS;
+            }
+            continue;
+        case G_AFTERNAME:
+            if (c == '=') {
+                p->sh_t = G_BEFOREVAL;
+                i++;
+            } else {
+                p->sh_t = G_BEFORE;
+            }
+            continue;
+        case G_BEFOREVAL:
+            if (c == '"' || c == '\'') {
+                p->sh_t = c == '"' ? G_DQ : G_SQ;
+                i++;
+                if (p->sh_vok) {
+                    blk_put(p, s + *from, i - *from);
+                    *from = i;
+                    p->sh_vstart = p->blk_len;
+                }
+                continue;
+            }
+            if (c == '>')
+                goto end;
+            p->sh_t = G_UVAL;
+            continue;
+        case G_DQ:
+        case G_SQ: {
+            const unsigned char *q = memchr(s + i, p->sh_t == G_DQ ? '"' : '\'', n - i);
+            if (q == NULL)
+                return n;
+            i = (size_t)(q - s);
+            if (p->sh_vstart != SIZE_MAX) {
+                blk_put(p, s + *from, i - *from);
+                *from = i;
+                sh_shorten(p);
+            }
+            p->sh_t = G_BEFORE;
+            i++;
+            continue;
+        }
+        default: /* G_UVAL, G_BOGUS */
+            while (i < n && !g_blank(s[i]) && s[i] != '>')
+                i++;
+            if (i >= n)
+                return n;
+            if (s[i] == '>')
+                goto end;
+            p->sh_t = G_BEFORE;
+            i++;
+            continue;
+        }
+    }
+    return n;
+end:
+    /* "<script/>" is closed at once: its content would not be raw */
+    if (p->sh_raw != 0 && (i > 0 ? s[i - 1] : p->sh_last) == '/') {
+        sh_off(p);
+        return i;
+    }
+    p->sh = p->sh_raw != 0 ? SH_RAW : SH_TEXT;
+    return i + 1;
+}
+
+/* Skips to the next byte b (no state change without one): state next after it. */
+static size_t sh_find(links_parser *p, const unsigned char *s, size_t i, size_t n, int b,
+                      uint8_t next)
+{
+    const unsigned char *q = memchr(s + i, b, n - i);
+    if (q == NULL)
+        return n;
+    p->sh = next;
+    return (size_t)(q - s) + 1;
+}
+
+/* Past s[i]: to state next if ok, else off. */
+static size_t sh_then(links_parser *p, bool ok, uint8_t next, size_t i)
+{
+    if (ok)
+        p->sh = next;
+    else
+        sh_off(p);
+    return i + 1;
+}
+
+/* One step outside start tags, at s[i] (i < n); returns where to go on. */
+static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t n)
+{
+    unsigned char c = s[i];
+    switch (p->sh) {
+    case SH_TEXT:
+        return sh_find(p, s, i, n, '<', SH_LT);
+    case SH_LT:
+        if (is_alpha(c)) {
+            p->sh = SH_TAG;
+            p->sh_t = G_TNAME;
+            p->sh_nlen = 0;
+            return i;
+        }
+        if (c == '/')
+            p->sh = SH_ETAG;
+        else if (c == '!')
+            p->sh = SH_BANG;
+        else
+            sh_off(p);
+        return i + 1;
+    case SH_ETAG:
+        if (!is_alpha(c)) {
+            sh_off(p);
+            return i;
+        }
+        p->sh = SH_ETNAME;
+        p->sh_nlen = 0;
+        return i;
+    case SH_ETNAME:
+    case SH_DOCTN:
+        if (p->sh == SH_ETNAME ? g_namechar(c) : is_alpha(c)) {
+            if (++p->sh_nlen > SH_NAME_MAX)
+                sh_off(p);
+            return i + 1;
+        }
+        p->sh = p->sh == SH_ETNAME ? SH_ETEND : SH_DOCTE;
+        return i;
+    case SH_ETEND:
+    case SH_DOCTE:
+    case SH_RAWEND:
+        if (g_blank(c))
+            return i + 1;
+        return sh_then(p, c == '>', SH_TEXT, i);
+    case SH_BANG:
+        if (c == '-') {
+            p->sh = SH_BANG1;
+        } else if (lower(c) == 'd') {
+            p->sh = SH_DOCT;
+            p->sh_k = 1;
+        } else {
+            sh_off(p);
+        }
+        return i + 1;
+    case SH_BANG1:
+        return sh_then(p, c == '-', SH_CSTART, i);
+    case SH_DOCT:
+        if (lower(c) != (unsigned char)"doctype"[p->sh_k]) {
+            sh_off(p);
+        } else if (++p->sh_k == 7) {
+            p->sh = SH_DOCTB;
+            p->sh_k = 0;
+        }
+        return i + 1;
+    case SH_DOCTB: /* one blank or more, then the name */
+        if (g_blank(c)) {
+            p->sh_k = 1;
+            return i + 1;
+        }
+        if (p->sh_k == 0 || !is_alpha(c)) {
+            sh_off(p);
+            return i;
+        }
+        p->sh = SH_DOCTN;
+        p->sh_nlen = 0;
+        return i;
+    case SH_CSTART: /* "<!-->" and "<!--->": libxml2's special cases */
+        if (c == '-' || c == '>') {
+            sh_off(p);
+            return i;
+        }
+        p->sh = SH_CBODY;
+        return i;
+    case SH_CBODY:
+        return sh_find(p, s, i, n, '-', SH_CD1);
+    case SH_CD1: /* after '-': '-' or the comment goes on */
+    case SH_RAWLT: /* after '<' in a script: '/' or it goes on */
+        if (c != (p->sh == SH_CD1 ? '-' : '/')) {
+            p->sh = p->sh == SH_CD1 ? SH_CBODY : SH_RAW;
+            return i;
+        }
+        p->sh = p->sh == SH_CD1 ? SH_CD2 : SH_RAWNAME;
+        p->sh_k = 0;
+        return i + 1;
+    case SH_CD2: /* "--" ends the comment only before '>' here */
+        return sh_then(p, c == '>', SH_TEXT, i);
+    case SH_RAW:
+        return sh_find(p, s, i, n, '<', SH_RAWLT);
+    case SH_RAWNAME: {
+        const char *name = p->sh_raw == 1 ? "script" : "style";
+        if (lower(c) != (unsigned char)name[p->sh_k]) {
+            sh_off(p); /* "</" in the content: libxml2 may read it either way */
+            return i;
+        }
+        if (name[++p->sh_k] == '\0')
+            p->sh = SH_RAWEND;
+        return i + 1;
+    }
+    default:
+        sh_off(p);
+        return i;
+    }
+}
+
+/* UTF-8 (NULs replaced) on its way to blk_put, unread values shortened. */
+static void sh_put(links_parser *p, const unsigned char *s, size_t n)
+{
+    if (n == 0)
+        return;
+    size_t i = 0, from = 0;
+    while (i < n && p->sh != SH_OFF && !p->stopped)
+        i = p->sh == SH_TAG ? sh_tag(p, s, i, n, &from) : sh_step(p, s, i, n);
+    p->sh_last = s[n - 1];
+    blk_put(p, s + from, n - from);
 }
 
 /* A tag with too many attributes ahead: parse what precedes it, stop. */
@@ -1179,7 +1588,7 @@ static void push_utf8(links_parser *p, const unsigned char *s, size_t n)
     while (n > 0 && !p->stopped) {
         bool nul;
         size_t ok = guard_scan(p, s, n, &nul);
-        blk_put(p, s, ok);
+        sh_put(p, s, ok);
         if (ok == n || p->stopped)
             return;
         if (!nul) {
@@ -1193,7 +1602,7 @@ static void push_utf8(links_parser *p, const unsigned char *s, size_t n)
                 return;
             }
         }
-        blk_put(p, fffd, 3);
+        sh_put(p, fffd, 3);
         s += ok + 1;
         n -= ok + 1;
     }
@@ -1392,6 +1801,7 @@ links_parser *links_new(const links_opts *o, links_cb cb, void *ud)
     p->max_attrs = o->max_attrs ? o->max_attrs : DEF_MAX_ATTRS;
     if (p->max_attrs > UINT32_MAX - 1)
         p->max_attrs = UINT32_MAX - 1;
+    p->keep_values = o->keep_values != 0;
     p->cb = cb;
     p->ud = ud;
     p->cd = (iconv_t)-1;
@@ -1431,6 +1841,12 @@ void links_reset(links_parser *p, const char *content_type)
     p->cd = (iconv_t)-1;
     p->carry_len = 0;
     p->blk_len = 0;
+    p->blk_orig = 0;
+    p->blk_half = SIZE_MAX;
+    p->sh = p->keep_values ? SH_OFF : SH_TEXT;
+    p->sh_vstart = SIZE_MAX;
+    p->sh_tn = 0;
+    p->sh_last = 0;
     p->finished = false;
     p->stopped = false;
     p->mode = CHARSET_UTF8;
