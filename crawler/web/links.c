@@ -1287,6 +1287,17 @@ static void sh_off(links_parser *p)
     p->sh_vstart = SIZE_MAX;
 }
 
+/* Bytes that stop the scan of a value to be cut: < > & " ' and non-ASCII
+ * (UTF-8 checked). */
+static const unsigned char sh_stop[256] = {
+#define R4(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1
+#define R16(c) R4(c), R4(c + 4), R4(c + 8), R4(c + 12)
+    R16(0x80), R16(0x90), R16(0xA0), R16(0xB0), R16(0xC0), R16(0xD0), R16(0xE0), R16(0xF0),
+#undef R16
+#undef R4
+    ['<'] = 1, ['>'] = 1, ['&'] = 1, ['"'] = 1, ['\''] = 1,
+};
+
 /* The value blk[sh_vstart..blk_len) has ended (its quote is next): cut it
  * to one byte if it may be. */
 static void sh_shorten(links_parser *p)
@@ -1297,13 +1308,12 @@ static void sh_shorten(links_parser *p)
         return;
     const unsigned char *b = p->blk;
     for (size_t i = v; i < n;) {
-        unsigned char c = b[i];
-        if (c == '<' || c == '>' || c == '&' || c == '"' || c == '\'')
-            return;
-        if (c < 0x80) {
+        while (i < n && !sh_stop[b[i]])
             i++;
-            continue;
-        }
+        if (i >= n)
+            break;
+        if (b[i] < 0x80) /* < > & " ' */
+            return;
         size_t k = utf8_seq(b + i, n - i);
         if (k == 0)
             return;
@@ -1336,8 +1346,11 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
             size_t j = i;
             while (j < n && g_namechar(s[j]))
                 j++;
-            for (size_t k = i; k < j && p->sh_nlen + (k - i) < SH_NAME_KEEP; k++)
-                p->sh_name[p->sh_nlen + (k - i)] = (char)lower(s[k]);
+            size_t keep = p->sh_nlen < SH_NAME_KEEP ? SH_NAME_KEEP - p->sh_nlen : 0;
+            if (keep > j - i)
+                keep = j - i;
+            for (size_t k = 0; k < keep; k++)
+                p->sh_name[p->sh_nlen + k] = (char)lower(s[i + k]);
             p->sh_nlen += j - i;
             if (p->sh_nlen > SH_NAME_MAX) {
                 sh_off(p);
@@ -1478,14 +1491,21 @@ static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t 
         p->sh_nlen = 0;
         return i;
     case SH_ETNAME:
-    case SH_DOCTN:
-        if (p->sh == SH_ETNAME ? g_namechar(c) : is_alpha(c)) {
-            if (++p->sh_nlen > SH_NAME_MAX)
-                sh_off(p);
-            return i + 1;
-        }
-        p->sh = p->sh == SH_ETNAME ? SH_ETEND : SH_DOCTE;
-        return i;
+    case SH_DOCTN: {
+        size_t j = i;
+        if (p->sh == SH_ETNAME)
+            while (j < n && g_namechar(s[j]))
+                j++;
+        else
+            while (j < n && is_alpha(s[j]))
+                j++;
+        p->sh_nlen += j - i;
+        if (p->sh_nlen > SH_NAME_MAX)
+            sh_off(p);
+        else if (j < n)
+            p->sh = p->sh == SH_ETNAME ? SH_ETEND : SH_DOCTE;
+        return j;
+    }
     case SH_ETEND:
     case SH_DOCTE:
     case SH_RAWEND:
