@@ -825,6 +825,21 @@ static void invalid_utf8(void **state)
     result_release(&r);
 }
 
+static void utf8_runs_in_urls(void **state)
+{
+    (void)state;
+    /* ASCII runs of every length around the 8-byte steps, then a byte
+     * that is not UTF-8 and one that is */
+    for (int k = 0; k < 20; k++) {
+        char html[128], want[128];
+        snprintf(html, sizeof html, "<a href=\"/%.*s\xE9%.*s\xC3\xA9x\">", k,
+                 "aaaaaaaaaaaaaaaaaaaa", 19 - k, "bbbbbbbbbbbbbbbbbbbb");
+        snprintf(want, sizeof want, "a N /%.*s\xC3\xA9%.*s\xC3\xA9x\n", k,
+                 "aaaaaaaaaaaaaaaaaaaa", 19 - k, "bbbbbbbbbbbbbbbbbbbb");
+        expect(html, want);
+    }
+}
+
 static void invalid_utf8_in_entity_names(void **state)
 {
     (void)state;
@@ -1829,6 +1844,7 @@ int main(void)
         cmocka_unit_test(srcset_empty),
         cmocka_unit_test(nul_in_attribute),
         cmocka_unit_test(invalid_utf8),
+        cmocka_unit_test(utf8_runs_in_urls),
         cmocka_unit_test(invalid_utf8_in_entity_names),
         cmocka_unit_test(utf8_urls_raw),
         cmocka_unit_test(charset_header_latin1),

@@ -211,15 +211,37 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     return len;
 }
 
+/* Length of the run of ASCII bytes at s[0..n): 8 bytes at a time. */
+static size_t ascii_run(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ULL)
+            break;
+    }
+    while (i < n && s[i] < 0x80)
+        i++;
+    return i;
+}
+
 /* Copies s[0..n) to out (room for 2n + 1) as valid UTF-8, NUL-terminated:
  * a byte that starts no valid sequence is read as ISO-8859-1, as libxml2
  * reads it everywhere but in entity names, whose bytes it passes through.
- * Returns the length written. */
+ * ASCII runs go in one memcpy each (measured: 79 M instructions -> see
+ * "measured" in start_page). Returns the length written. */
 static size_t utf8_copy(char *out, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, o = 0;
     while (i < n) {
+        size_t r = ascii_run(u + i, n - i);
+        memcpy(out + o, u + i, r);
+        o += r;
+        i += r;
+        if (i >= n)
+            break;
         size_t k = utf8_seq(u + i, n - i);
         if (k > 0) {
             memcpy(out + o, u + i, k);
