@@ -229,8 +229,8 @@ static size_t ascii_run(const unsigned char *s, size_t n)
 /* Copies s[0..n) to out (room for 2n + 1) as valid UTF-8, NUL-terminated:
  * a byte that starts no valid sequence is read as ISO-8859-1, as libxml2
  * reads it everywhere but in entity names, whose bytes it passes through.
- * ASCII runs go in one memcpy each (measured: 79 M instructions -> see
- * "measured" in start_page). Returns the length written. */
+ * ASCII runs go in one memcpy each (see "measured" in start_page).
+ * Returns the length written. */
 static size_t utf8_copy(char *out, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -1775,16 +1775,28 @@ static int start_page(links_parser *p)
      * UTF-8 pages are not converted: libxml2 reads our bytes through its
      * pass-through UTF-8 handler (IGNORE_ENC). The guard and the copy into
      * blocks add 12% to libxml2's count (push_utf8 157 M, guard_char 37 M,
-     * g_step 28 M).
+     * g_step 28 M; 2026-12-02: push_utf8 152 M, guard_char 35 M, g_step
+     * 26 M).
      * Tried and not kept (branch jdk, 2026-12-02): shortening the text runs
      * between tags before libxml2 sees them (exact, checked both ways on
      * random, python3-doc and jdk pages and by fuzz_links) fed libxml2
      * 13.5% fewer bytes and cut its count by ~6%, but the pre-pass that
      * finds the runs cost more (151 M -> 341 M): 2,162 M -> 2,252 M (+4%).
-     * javadoc's text comes in short runs; libxml2's cost is in tags. With
-     * the values of attributes we never read (class, title, id, lang, type,
-     * alt, role, aria-*) replaced by one byte the count fell 17%: the next
-     * lever, if it can be made exact. */
+     * javadoc's text comes in short runs; libxml2's cost is in tags.
+     * Kept (branch attrs, 2026-12-02): the values of attributes nothing
+     * reads cut to one byte (sh_put, exact as "Unread attribute values"
+     * says; keep_values turns it off). 507 jdk pages (every 20th from the
+     * first, sorted; 13.3 MB): 2.89 MB elided; libxml2 with our callbacks (blk_flush) 2,116 M ->
+     * 1,730 M (-18%); sh_put's own cost 161 M (after scanning in runs; 213 M
+     * char by char); links_feed + links_finish 2,359 M -> 2,162 M (-8.4%),
+     * and 2,092 M (-11.3%) with utf8_copy's ASCII runs (79 M -> 6 M). The
+     * floor (libxml2 alone, unshortened) is 2,072 M: the module went from
+     * 1.14x to 1.01x of it. keep_values: 2,320 M. python3-doc, every 5th
+     * page (106, 8.95 MB, 1.84 MB elided): 1,682 M -> 1,552 M (-7.7%;
+     * blk_flush 1,495 M -> 1,191 M, sh_put 143 M), floor 1,441 M. CPU time
+     * gains less than the count: bench_links -r 5 on the jdk pages, 5
+     * interleaved runs each, module CPU / floor CPU median 1.15 -> 1.105
+     * (0.316 s -> 0.306 s median; the machine was shared). */
     quiet q;
     quiet_begin(&q);
     int rc = 0;
