@@ -151,6 +151,7 @@ struct links_parser {
     size_t sh_nlen;             /* length of the tag or attribute name so far */
     char sh_name[SH_NAME_KEEP]; /* its first bytes, lowercase */
     bool sh_vok;                /* the attribute being read is one nobody reads */
+    bool sh_vutf8;              /* the open value has non-ASCII bytes */
     unsigned char sh_last;      /* the last byte given to sh_put */
     size_t sh_vstart;           /* blk offset of the open value's first byte,
                                    SIZE_MAX: it is not to be shortened */
@@ -1320,8 +1321,9 @@ static const unsigned char sh_stop[256] = {
     ['<'] = 1, ['>'] = 1, ['&'] = 1, ['"'] = 1, ['\''] = 1,
 };
 
-/* The value blk[sh_vstart..blk_len) has ended (its quote is next): cut it
- * to one byte if it may be. */
+/* The value blk[sh_vstart..blk_len) has ended (its quote is next), with
+ * none of < > & " ' in it (sh_tag checked): cut it to one byte if it may
+ * be. */
 static void sh_shorten(links_parser *p)
 {
     size_t v = p->sh_vstart, n = p->blk_len;
@@ -1329,14 +1331,8 @@ static void sh_shorten(links_parser *p)
     if (v == SIZE_MAX || n - v < 2 || p->sh_tn >= SH_TMAX)
         return;
     const unsigned char *b = p->blk;
-    for (size_t i = v; i < n;) {
-        while (i < n && !sh_stop[b[i]])
-            i++;
-        if (i >= n)
-            break;
-        if (b[i] < 0x80) /* < > & " ' */
-            return;
-        size_t k = utf8_seq(b + i, n - i);
+    for (size_t i = v; p->sh_vutf8 && i < n;) { /* sh_tag saw no < > & " ' */
+        size_t k = b[i] < 0x80 ? 1 : utf8_seq(b + i, n - i);
         if (k == 0)
             return;
         i += k;
@@ -1417,6 +1413,7 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                     blk_put(p, s + *from, i - *from);
                     *from = i;
                     p->sh_vstart = p->blk_len;
+                    p->sh_vutf8 = false;
                 }
                 continue;
             }
@@ -1426,10 +1423,26 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
             continue;
         case G_DQ:
         case G_SQ: {
-            const unsigned char *q = memchr(s + i, p->sh_t == G_DQ ? '"' : '\'', n - i);
-            if (q == NULL)
-                return n;
-            i = (size_t)(q - s);
+            unsigned char qc = p->sh_t == G_DQ ? '"' : '\'';
+            if (p->sh_vstart != SIZE_MAX) { /* to the quote or a byte to look at */
+                while (i < n && !sh_stop[s[i]])
+                    i++;
+                if (i >= n)
+                    return n;
+                if (s[i] != qc) {
+                    if (s[i] < 0x80) /* < > & or the other quote: kept */
+                        p->sh_vstart = SIZE_MAX;
+                    else
+                        p->sh_vutf8 = true;
+                    i++;
+                    continue;
+                }
+            } else {
+                const unsigned char *q = memchr(s + i, qc, n - i);
+                if (q == NULL)
+                    return n;
+                i = (size_t)(q - s);
+            }
             if (p->sh_vstart != SIZE_MAX) {
                 blk_put(p, s + *from, i - *from);
                 *from = i;
@@ -1787,11 +1800,12 @@ static int start_page(links_parser *p)
      * reads cut to one byte (sh_put, exact as "Unread attribute values"
      * says; keep_values turns it off). 507 jdk pages (every 20th from the
      * first, sorted; 13.3 MB): 2.89 MB elided; libxml2 with our callbacks (blk_flush) 2,116 M ->
-     * 1,730 M (-18%); sh_put's own cost 161 M (after scanning in runs; 213 M
-     * char by char); links_feed + links_finish 2,359 M -> 2,162 M (-8.4%),
-     * and 2,092 M (-11.3%) with utf8_copy's ASCII runs (79 M -> 6 M). The
-     * floor (libxml2 alone, unshortened) is 2,072 M: the module went from
-     * 1.14x to 1.01x of it. keep_values: 2,320 M. python3-doc, every 5th
+     * 1,730 M (-18%); sh_put's own cost 156 M (scanning in runs and each
+     * value once; 213 M char by char); links_feed + links_finish 2,359 M ->
+     * 2,162 M (-8.4%), and 2,082 M (-11.7%) with utf8_copy's ASCII runs
+     * (79 M -> 6 M). The floor (libxml2 alone, unshortened) is 2,072 M: the
+     * module went from 1.14x to 1.005x of it. keep_values: 2,320 M (before
+     * the last 10 M of sh_put). python3-doc, every 5th
      * page (106, 8.95 MB, 1.84 MB elided): 1,682 M -> 1,552 M (-7.7%;
      * blk_flush 1,495 M -> 1,191 M, sh_put 143 M), floor 1,441 M. CPU time
      * gains less than the count: bench_links -r 5 on the jdk pages, 5
