@@ -1803,9 +1803,11 @@ static int start_page(links_parser *p)
      * 1,730 M (-18%); sh_put's own cost 156 M (scanning in runs and each
      * value once; 213 M char by char); links_feed + links_finish 2,359 M ->
      * 2,162 M (-8.4%), and 2,082 M (-11.7%) with utf8_copy's ASCII runs
-     * (79 M -> 6 M). The floor (libxml2 alone, unshortened) is 2,072 M: the
-     * module went from 1.14x to 1.005x of it. keep_values: 2,320 M (before
-     * the last 10 M of sh_put). python3-doc, every 5th
+     * (6 M; 44 M in the base build, 79 M once the shortener changed what
+     * the compiler inlined). The floor (libxml2 alone, unshortened) is
+     * 2,072 M: the module went from 1.14x to 1.005x of it. keep_values:
+     * 2,320 M, the base less utf8_copy's gain (the block bookkeeping for
+     * shortened values costs nothing measurable). python3-doc, every 5th
      * page (106, 8.95 MB, 1.84 MB elided): 1,682 M -> 1,552 M (-7.7%;
      * blk_flush 1,495 M -> 1,191 M, sh_put 143 M), floor 1,441 M. CPU time
      * gains less than the count: bench_links -r 5 on the jdk pages, 5
