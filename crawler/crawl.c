@@ -1574,6 +1574,140 @@ void crawl_end_cluster(crawl *c)
     nudge(c);
 }
 
+/* The frontier's hosts that pick accepts (for busy and drop). */
+typedef struct slot_hosts {
+    db_host_pick_fn pick;
+    void *arg;
+    char **v;
+    size_t n, cap;
+    bool busy, oom;
+} slot_hosts;
+
+static int slot_host_cb(void *ud, const frontier_host_stats *hs)
+{
+    slot_hosts *sh = ud;
+    if (!sh->pick(sh->arg, hs->host, strlen(hs->host)))
+        return 0;
+    sh->busy |= hs->in_flight > 0;
+    if (sh->n == sh->cap) {
+        size_t cap = sh->cap ? 2 * sh->cap : 16;
+        char **v = cr_realloc(sh->v, cap * sizeof *v);
+        if (v == NULL) {
+            sh->oom = true;
+            return 1;
+        }
+        sh->v = v;
+        sh->cap = cap;
+    }
+    sh->v[sh->n] = cr_strdup(hs->host);
+    sh->oom |= sh->v[sh->n] == NULL;
+    sh->n += sh->v[sh->n] != NULL;
+    return sh->oom;
+}
+
+static void slot_hosts_release(slot_hosts *sh)
+{
+    for (size_t i = 0; i < sh->n; i++)
+        cr_free(sh->v[i]);
+    cr_free(sh->v);
+}
+
+int crawl_slot_busy(crawl *c, db_host_pick_fn pick, void *arg)
+{
+    slot_hosts sh = { .pick = pick, .arg = arg };
+    frontier_foreach_host(c->fr, slot_host_cb, &sh);
+    slot_hosts_release(&sh);
+    return sh.busy || sh.oom;
+}
+
+int crawl_slot_export(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
+                      int64_t *rows, char *err, size_t errlen)
+{
+    *rows = 0;
+    if (db_flush(c->d) < 0) {
+        snprintf(err, errlen, "the store could not commit what it holds");
+        return -EIO;
+    }
+    return db_slot_export(c->d, path, c->cfg->cluster.crawl_id, pick, arg, rows, err, errlen);
+}
+
+int crawl_slot_drop(crawl *c, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
+                    size_t errlen)
+{
+    slot_hosts sh = { .pick = pick, .arg = arg };
+    int rc = 0;
+    *rows = 0;
+    frontier_foreach_host(c->fr, slot_host_cb, &sh);
+    if (sh.oom) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    }
+    for (size_t i = 0; i < sh.n && rc == 0; i++)
+        if (frontier_forget_host(c->fr, sh.v[i]) == -EBUSY) {
+            snprintf(err, errlen, "%s has a fetch in flight", sh.v[i]);
+            rc = -EBUSY;
+        }
+    slot_hosts_release(&sh);
+    if (rc == 0)
+        rc = db_slot_drop(c->d, pick, arg, rows, err, errlen);
+    atomic_fetch_add(&c->activity, 1); /* see crawl_quiet */
+    nudge(c);
+    return rc;
+}
+
+typedef struct slot_load {
+    crawl *c;
+    db_host_pick_fn pick;
+    void *arg;
+    int rc;
+} slot_load;
+
+static int slot_key_cb(void *ud, int64_t id, const char *url, size_t url_len)
+{
+    (void)id;
+    seen_add_known(((slot_load *)ud)->c->s, url, url_len);
+    return 0;
+}
+
+static int slot_wake_cb(void *ud, const char *host, size_t host_len,
+                        const int64_t counts[DB_STATE_COUNT])
+{
+    slot_load *sl = ud;
+    char name[DB_HOST_MAX + 1];
+    if (counts[DB_STATE_QUEUED] == 0 || host_len > DB_HOST_MAX || !sl->pick(sl->arg, host, host_len))
+        return 0;
+    memcpy(name, host, host_len);
+    name[host_len] = '\0';
+    sl->rc = frontier_wake_host(sl->c->fr, name);
+    return sl->rc < 0 ? sl->rc : 0;
+}
+
+int crawl_slot_import(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
+                      int64_t *rows, char *err, size_t errlen)
+{
+    int64_t mark = 0;
+    int rc = db_slot_import(c->d, path, c->cfg->cluster.crawl_id, &mark, rows, err, errlen);
+    if (rc < 0)
+        return rc;
+    slot_load sl = { c, pick, arg, 0 };
+    db_reader *rd = db_reader_open(c->d, err, errlen);
+    if (rd == NULL)
+        return -EIO;
+    /* the rows are committed: now the Bloom filter may vouch for them */
+    int64_t n = db_reader_scan_after(rd, mark, slot_key_cb, &sl);
+    if (n >= 0)
+        n = db_reader_host_counts(rd, NULL, slot_wake_cb, &sl);
+    db_reader_free(rd);
+    if (n < 0) {
+        snprintf(err, errlen, "reading the rows loaded from %s back failed (%lld)", path,
+                 (long long)n);
+        return (int)n;
+    }
+    atomic_fetch_add(&c->activity, 1); /* see crawl_quiet */
+    nudge(c);
+    return 0;
+}
+
 /* ---- figures ----------------------------------------------------------- */
 
 typedef struct newest_read {
