@@ -425,7 +425,7 @@ static int cluster_supported(void)
     } while (0)
 
 /* A scenario that failed against the cluster build it was last run with
- * (clusterrun 6595515) for a feature that build does not have: skipped,
+ * (moves 5ffecae) for a feature that build does not have: skipped,
  * saying why, unless CRAWLD_CLUSTER_ALL=1 (to run it against a build that
  * might). Remove the call once the scenario passes. */
 static void known_gap(const char *why)
@@ -437,8 +437,9 @@ static void known_gap(const char *why)
     skip();
 }
 
-#define GAP_MOVES "slot moves hand over no frontier or seen-set (no checkpoint): " \
-                  "URLs are lost and fetched again"
+#define GAP_MOVES "the slots of a node gone past the grace move without a checkpoint (no " \
+                  "periodic checkpoints; streams are not kept back to one): URLs are lost " \
+                  "and fetched again"
 
 /* The fault hooks a scenario needs, in the faults build. */
 static int faults_binary_has(const char *hook)
