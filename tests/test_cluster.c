@@ -1059,6 +1059,35 @@ static long long hash_exists(redis_conn *c, const char *k)
     return v;
 }
 
+/* node-a holds every slot, then node-b joins: 40 rounds of both. */
+static void a_then_b(const redisd *d, uint32_t slots, fake_side *fa, fake_side *fb, member **m)
+{
+    const char *names[1] = { "node-a" };
+    m[0] = join_with(d, "node-a", slots, fa);
+    assert_int_equal(settle(m, names, 1, slots), 0);
+    m[1] = join_with(d, "node-b", slots, fb);
+    tick_all(m, 2, 40);
+}
+
+/* The lease key of slot s names id. */
+static void lease_names(redis_conn *c, uint32_t s, const char *id)
+{
+    char k[64];
+    snprintf(k, sizeof k, "crawld:t:slot:%u", s);
+    char *v = get_str(c, k);
+    assert_non_null(v);
+    assert_string_equal(v, id);
+    free(v);
+}
+
+static void free_two(member **m, redis_conn *c, redisd *d)
+{
+    for (int i = 0; i < 2; i++)
+        member_free(m[i]);
+    redis_free(c);
+    stop_redis(d);
+}
+
 /* b joins a's crawl; with a's export failing, every slot the map gives b
  * stays a's (lease kept, neither fetched nor local there, nothing taken by
  * b); once it succeeds, each moves with its checkpoint, loaded once. */
@@ -1072,21 +1101,13 @@ static void export_fails_the_old_owner_keeps_the_slot(void **state)
     const char *names[2] = { "node-a", "node-b" };
     fake_side fa = { .fail = 1 }, fb = { 0 };
     member *m[2];
-    m[0] = join_with(d, names[0], slots, &fa);
-    assert_int_equal(settle(m, names, 1, slots), 0);
-    m[1] = join_with(d, names[1], slots, &fb);
-    tick_all(m, 2, 40);
+    a_then_b(d, slots, &fa, &fb, m);
     uint32_t owner[16];
     slotmap_assign(names, 2, slots, owner);
     int64_t now = cr_mono_ms();
     int moving = 0;
     for (uint32_t s = 0; s < slots; s++) {
-        char k[64];
-        snprintf(k, sizeof k, "crawld:t:slot:%u", s);
-        char *v = get_str(c, k);
-        assert_non_null(v);
-        assert_string_equal(v, names[0]); /* a keeps every lease */
-        free(v);
+        lease_names(c, s, names[0]); /* a keeps every lease */
         assert_false(member_may_fetch(m[1], s, now));
         if (owner[s] == 1) {
             moving++;
@@ -1116,10 +1137,7 @@ static void export_fails_the_old_owner_keeps_the_slot(void **state)
     member_info in;
     member_get_info(m[0], &in);
     assert_int_equal(in.handed_over, (uint64_t)moving);
-    for (int i = 0; i < 2; i++)
-        member_free(m[i]);
-    redis_free(c);
-    stop_redis(d);
+    free_two(m, c, d);
 }
 
 /* With b's import failing, b holds the slots it took but fetches and
@@ -1134,10 +1152,7 @@ static void import_fails_the_new_owner_does_not_fetch(void **state)
     const char *names[2] = { "node-a", "node-b" };
     fake_side fa = { 0 }, fb = { .fail = 1 };
     member *m[2];
-    m[0] = join_with(d, names[0], slots, &fa);
-    assert_int_equal(settle(m, names, 1, slots), 0);
-    m[1] = join_with(d, names[1], slots, &fb);
-    tick_all(m, 2, 40);
+    a_then_b(d, slots, &fa, &fb, m);
     uint32_t owner[16];
     slotmap_assign(names, 2, slots, owner);
     int64_t now = cr_mono_ms();
@@ -1146,15 +1161,11 @@ static void import_fails_the_new_owner_does_not_fetch(void **state)
         if (owner[s] != 1)
             continue;
         moving++;
-        char k[64];
-        snprintf(k, sizeof k, "crawld:t:slot:%u", s);
-        char *v = get_str(c, k);
-        assert_non_null(v);
-        assert_string_equal(v, names[1]); /* handed over and taken ... */
-        free(v);
+        lease_names(c, s, names[1]); /* handed over and taken ... */
         assert_false(member_may_fetch(m[1], s, now)); /* ... but not fetched */
         assert_false(member_is_local(m[1], s));
         assert_false(member_may_fetch(m[0], s, now));
+        char k[64];
         snprintf(k, sizeof k, "crawld:t:ckpt:%u", s);
         assert_int_equal(hash_exists(c, k), 1);
     }
@@ -1169,10 +1180,7 @@ static void import_fails_the_new_owner_does_not_fetch(void **state)
     member_get_info(m[1], &in);
     assert_int_equal(in.unloaded, 0);
     assert_int_equal(in.loads, moving);
-    for (int i = 0; i < 2; i++)
-        member_free(m[i]);
-    redis_free(c);
-    stop_redis(d);
+    free_two(m, c, d);
 }
 
 /* A departing node (SIGTERM) leaves the map at once but hands each slot
@@ -1263,19 +1271,43 @@ static int has_url(db *d, const char *url)
     return rc;
 }
 
+/* Two stores in a temp folder: a filled (fill_store), b empty. */
+typedef struct two_stores {
+    char dir[64];
+    db *a, *b;
+} two_stores;
+
+static void two_stores_open(two_stores *t, const char *name)
+{
+    char a_dir[96], b_dir[96];
+    snprintf(t->dir, sizeof t->dir, "/tmp/crawld-test-%s-XXXXXX", name);
+    assert_non_null(mkdtemp(t->dir));
+    snprintf(a_dir, sizeof a_dir, "%s/a", t->dir);
+    snprintf(b_dir, sizeof b_dir, "%s/b", t->dir);
+    t->a = open_store(a_dir);
+    t->b = open_store(b_dir);
+    fill_store(t->a);
+}
+
+static void two_stores_close(two_stores *t)
+{
+    assert_int_equal(db_close(t->a), 0);
+    assert_int_equal(db_close(t->b), 0);
+    const char *argv[] = { "/bin/rm", "-rf", t->dir, NULL };
+    proc_run(argv, NULL, 0, NULL, NULL);
+}
+
 /* The picked hosts' rows travel, done and queued; the new owner keeps its
  * own copy of a URL it had; the old owner's drop leaves the rest; both
  * stores' counts follow. */
 static void slot_rows_export_import_drop(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/crawld-test-slotrows-XXXXXX", a_dir[64], b_dir[64], ck[96];
-    assert_non_null(mkdtemp(dir));
-    snprintf(a_dir, sizeof a_dir, "%s/a", dir);
-    snprintf(b_dir, sizeof b_dir, "%s/b", dir);
-    snprintf(ck, sizeof ck, "%s/slot.db", dir);
-    db *a = open_store(a_dir), *b = open_store(b_dir);
-    fill_store(a);
+    two_stores t;
+    two_stores_open(&t, "slotrows");
+    db *a = t.a, *b = t.b;
+    char ck[96];
+    snprintf(ck, sizeof ck, "%s/slot.db", t.dir);
     db_url mine = { .url = "http://h1/p1", .host = "h1", .state = DB_STATE_QUEUED };
     assert_int_equal(db_insert_url_wait(b, &mine, NULL), 1); /* b has one already */
     char err[512];
@@ -1307,12 +1339,9 @@ static void slot_rows_export_import_drop(void **state)
     /* a checkpoint of another crawl is refused, a missing one too */
     assert_int_equal(db_slot_import(b, ck, "crawl-y", &mark, &rows, err, sizeof err), -EBADMSG);
     assert_non_null(strstr(err, "not a checkpoint of crawl crawl-y"));
-    snprintf(tmp, sizeof tmp, "%s/none.db", dir);
+    snprintf(tmp, sizeof tmp, "%s/none.db", t.dir);
     assert_int_equal(db_slot_import(b, tmp, "crawl-x", &mark, &rows, err, sizeof err), -ENOENT);
-    assert_int_equal(db_close(a), 0);
-    assert_int_equal(db_close(b), 0);
-    const char *argv[] = { "/bin/rm", "-rf", dir, NULL };
-    proc_run(argv, NULL, 0, NULL, NULL);
+    two_stores_close(&t);
 }
 
 /* An export that fails (a folder that is not there; a disk that fills up
@@ -1321,19 +1350,17 @@ static void slot_rows_export_import_drop(void **state)
 static void slot_export_and_import_failures_leave_nothing(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/crawld-test-slotfail-XXXXXX", a_dir[64], b_dir[64], ck[96], tmp[128];
-    assert_non_null(mkdtemp(dir));
-    snprintf(a_dir, sizeof a_dir, "%s/a", dir);
-    snprintf(b_dir, sizeof b_dir, "%s/b", dir);
-    db *a = open_store(a_dir), *b = open_store(b_dir);
-    fill_store(a);
+    two_stores t;
+    two_stores_open(&t, "slotfail");
+    db *a = t.a, *b = t.b;
+    char ck[96], tmp[128];
     char err[512];
     int64_t rows = 0, mark = 0;
-    snprintf(ck, sizeof ck, "%s/missing/slot.db", dir);
+    snprintf(ck, sizeof ck, "%s/missing/slot.db", t.dir);
     assert_true(db_slot_export(a, ck, "x", pick_odd, NULL, &rows, err, sizeof err) < 0);
     assert_non_null(strstr(err, "missing"));
     assert_int_equal(rows, 0);
-    snprintf(ck, sizeof ck, "%s/slot.db", dir);
+    snprintf(ck, sizeof ck, "%s/slot.db", t.dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", ck);
     setenv("CRAWLD_FAULT_SLOT_EXPORT", "1", 1);
     int rc = db_slot_export(a, ck, "x", pick_odd, NULL, &rows, err, sizeof err);
@@ -1352,10 +1379,7 @@ static void slot_export_and_import_failures_leave_nothing(void **state)
     db_get_stats(b, &st);
     assert_int_equal(st.rows[DB_STATE_DONE] + st.rows[DB_STATE_QUEUED], 0);
     assert_int_equal(has_url(b, "http://h1/p0"), 0);
-    assert_int_equal(db_close(a), 0);
-    assert_int_equal(db_close(b), 0);
-    const char *argv[] = { "/bin/rm", "-rf", dir, NULL };
-    proc_run(argv, NULL, 0, NULL, NULL);
+    two_stores_close(&t);
 }
 
 int main(void)
