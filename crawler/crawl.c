@@ -129,6 +129,10 @@ struct crawl {
     links_opts lopts;
     url_canon *uc;              /* the scheduler's and the API's (under api_lock) */
     pthread_mutex_t api_lock;
+    /* cluster: a checkpoint's import and a Bloom snapshot exclude each
+     * other, so no snapshot's mark covers imported rows before their keys
+     * are in the filter (taken before any db call, never inside another) */
+    pthread_mutex_t slot_mu;
     tctx *threads;
     unsigned nthreads;
     char snap_path[4096];
@@ -1109,6 +1113,7 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     c->started_ms = mono_ms();
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->api_lock, NULL);
+    pthread_mutex_init(&c->slot_mu, NULL);
     pthread_cond_init(&c->wake, NULL);
     char msg[512];
     db_opts dbo;
@@ -1309,7 +1314,10 @@ void crawl_resume(crawl *c)
 static void snapshot(crawl *c)
 {
     char err[512];
-    if (verifier_snapshot(c->s, c->d, c->snap_path, err, sizeof err) < 0 && c->log)
+    pthread_mutex_lock(&c->slot_mu);
+    int rc = verifier_snapshot(c->s, c->d, c->snap_path, err, sizeof err);
+    pthread_mutex_unlock(&c->slot_mu);
+    if (rc < 0 && c->log)
         fprintf(c->log, "crawld: snapshot: %s\n", err);
 }
 
@@ -1685,16 +1693,17 @@ static int slot_wake_cb(void *ud, const char *host, size_t host_len,
 int crawl_slot_import(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
                       int64_t *rows, char *err, size_t errlen)
 {
-    int64_t mark = 0;
+    int64_t mark = 0, n = -EIO;
+    slot_load sl = { c, pick, arg, 0 };
+    pthread_mutex_lock(&c->slot_mu);
     int rc = db_slot_import(c->d, path, c->cfg->cluster.crawl_id, &mark, rows, err, errlen);
+    db_reader *rd = rc == 0 ? db_reader_open(c->d, err, errlen) : NULL;
+    /* the rows are committed: now the Bloom filter may vouch for them */
+    if (rd != NULL)
+        n = db_reader_scan_after(rd, mark, slot_key_cb, &sl);
+    pthread_mutex_unlock(&c->slot_mu);
     if (rc < 0)
         return rc;
-    slot_load sl = { c, pick, arg, 0 };
-    db_reader *rd = db_reader_open(c->d, err, errlen);
-    if (rd == NULL)
-        return -EIO;
-    /* the rows are committed: now the Bloom filter may vouch for them */
-    int64_t n = db_reader_scan_after(rd, mark, slot_key_cb, &sl);
     if (n >= 0)
         n = db_reader_host_counts(rd, NULL, slot_wake_cb, &sl);
     db_reader_free(rd);
@@ -1977,6 +1986,7 @@ int crawl_close(crawl *c)
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->api_lock);
+    pthread_mutex_destroy(&c->slot_mu);
     cr_free(c);
     return rc;
 }
