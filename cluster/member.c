@@ -413,12 +413,17 @@ static int release(member *m, uint32_t s)
     char k[KEY_MAX], ck[KEY_MAX], ckpt[4096] = "", ep[24];
     atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
     atomic_store(&m->local[s], false);
-    if (!m->leaving[s]) {
+    /* Never loaded: this node has no rows of the slot, and the record
+     * still names the checkpoint it did not load, which the next owner
+     * loads instead (a new export would overwrite it with nothing). */
+    bool pass_on = m->unloaded[s];
+    if (!m->leaving[s] && !pass_on) {
         m->leaving[s] = true; /* a link judged local just now is enqueued by the next tick */
         if (m->o.handover != NULL)
             return 0;
     }
-    if (m->o.handover != NULL && m->o.handover(m->o.hook_arg, s, ckpt, sizeof ckpt) != 1)
+    if (!pass_on && m->o.handover != NULL &&
+        m->o.handover(m->o.hook_arg, s, ckpt, sizeof ckpt) != 1)
         return 0;
     slot_key(m, k, s);
     ckpt_key(m, ck, s);
@@ -435,7 +440,7 @@ static int release(member *m, uint32_t s)
         m->info.held--;
         if (gone && ckpt[0] != '\0')
             m->info.handed_over++;
-        if (gone && m->o.released != NULL)
+        if (gone && !pass_on && m->o.released != NULL)
             m->o.released(m->o.hook_arg, s);
     }
     return rc;

@@ -24,6 +24,7 @@
 #include "cluster/slotmap.h"
 #include "common/clock.h"
 #include "config/config.h"
+#include "frontier/frontier.h"
 #include "storage/db.h"
 #include "tests/support/proc.h"
 #include "tests/support/redisd.h"
@@ -987,9 +988,11 @@ static void a_crashed_node_keeps_its_slots_within_the_grace(void **state)
 /* The node side of a hand-over, faked: checkpoints are names only. While
  * fail is set, handover (the export) or load (the import) fails. */
 typedef struct fake_side {
+    const char *name;       /* in the checkpoints' names */
     int fail;
     int handovers, releases, loads, loaded;
     char bad[256];          /* a load of a path this side did not expect */
+    char last[256];         /* the last checkpoint loaded */
 } fake_side;
 
 static int fake_handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
@@ -997,7 +1000,7 @@ static int fake_handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
     fake_side *f = arg;
     if (f->fail)
         return -1;
-    snprintf(ckpt, cap, "/shared/slot%u.db", slot);
+    snprintf(ckpt, cap, "/shared/%s-slot%u.db", f->name, slot);
     f->handovers++;
     return 1;
 }
@@ -1012,11 +1015,13 @@ static int fake_load(void *arg, uint32_t slot, const char *ckpt)
 {
     fake_side *f = arg;
     char want[64];
-    snprintf(want, sizeof want, "/shared/slot%u.db", slot);
-    if (strcmp(ckpt, want) != 0)
+    snprintf(want, sizeof want, "-slot%u.db", slot);
+    size_t n = strlen(ckpt), w = strlen(want);
+    if (n < w || strcmp(ckpt + n - w, want) != 0)
         snprintf(f->bad, sizeof f->bad, "slot %u loaded %s", slot, ckpt);
     if (f->fail)
         return -1;
+    snprintf(f->last, sizeof f->last, "%s", ckpt);
     f->loads++;
     return 0;
 }
@@ -1099,7 +1104,7 @@ static void export_fails_the_old_owner_keeps_the_slot(void **state)
     redis_conn *c = connect_to(d, 2000);
     const uint32_t slots = 16;
     const char *names[2] = { "node-a", "node-b" };
-    fake_side fa = { .fail = 1 }, fb = { 0 };
+    fake_side fa = { .name = "a", .fail = 1 }, fb = { .name = "b" };
     member *m[2];
     a_then_b(d, slots, &fa, &fb, m);
     uint32_t owner[16];
@@ -1150,7 +1155,7 @@ static void import_fails_the_new_owner_does_not_fetch(void **state)
     redis_conn *c = connect_to(d, 2000);
     const uint32_t slots = 16;
     const char *names[2] = { "node-a", "node-b" };
-    fake_side fa = { 0 }, fb = { .fail = 1 };
+    fake_side fa = { .name = "a" }, fb = { .name = "b", .fail = 1 };
     member *m[2];
     a_then_b(d, slots, &fa, &fb, m);
     uint32_t owner[16];
@@ -1183,6 +1188,40 @@ static void import_fails_the_new_owner_does_not_fetch(void **state)
     free_two(m, c, d);
 }
 
+/* b took slots whose checkpoint it could not load, then departs: it hands
+ * nothing of its own over (it has no rows of them) and leaves the record
+ * naming a's checkpoint, which a loads when it takes them back. */
+static void a_slot_never_loaded_passes_its_checkpoint_on(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 2000);
+    const uint32_t slots = 16;
+    fake_side fa = { .name = "a" }, fb = { .name = "b", .fail = 1 };
+    member *m[2];
+    a_then_b(d, slots, &fa, &fb, m);
+    member_info in;
+    member_get_info(m[1], &in);
+    assert_true(in.unloaded > 0);
+    int moved = fa.handovers;
+    assert_int_equal(member_depart(m[1]), 0);
+    int all = 0;
+    for (int round = 0; round < 400 && !all; round++) {
+        tick_all(m, 2, 1);
+        all = 1;
+        for (uint32_t s = 0; s < slots; s++)
+            all &= member_may_fetch(m[0], s, cr_mono_ms());
+    }
+    assert_true(all);
+    assert_int_equal(fb.handovers, 0);
+    assert_int_equal(fb.releases, 0);
+    assert_int_equal(fa.loads, moved); /* a's own checkpoints, back */
+    assert_non_null(strstr(fa.last, "/shared/a-slot"));
+    assert_string_equal(fa.bad, "");
+    free_two(m, c, d);
+}
+
 /* A departing node (SIGTERM) leaves the map at once but hands each slot
  * over before its lease goes: the others load every one. */
 static void a_departing_node_hands_every_slot_over(void **state)
@@ -1192,7 +1231,7 @@ static void a_departing_node_hands_every_slot_over(void **state)
     assert_non_null(d);
     const uint32_t slots = 16;
     const char *names[2] = { "node-a", "node-b" };
-    fake_side fa = { 0 }, fb = { 0 };
+    fake_side fa = { .name = "a" }, fb = { .name = "b" };
     member *m[2];
     m[0] = join_with(d, names[0], slots, &fa);
     m[1] = join_with(d, names[1], slots, &fb);
@@ -1382,6 +1421,74 @@ static void slot_export_and_import_failures_leave_nothing(void **state)
     two_stores_close(&t);
 }
 
+/* The frontier forgets a slot's host (not while a job of it is in
+ * flight), and reads a host again whose rows were added behind its back. */
+static void frontier_forgets_and_wakes_a_slots_hosts(void **state)
+{
+    (void)state;
+    two_stores t;
+    two_stores_open(&t, "slotfront");
+    frontier_opts o;
+    frontier_opts_defaults(&o);
+    o.obey_robots = false;
+    o.delay_ms = 0;
+    o.delay_factor = 0;
+    char err[512];
+    frontier *fa = frontier_new(&o, t.a, err, sizeof err);
+    frontier *fb = frontier_new(&o, t.b, err, sizeof err);
+    assert_non_null(fa);
+    assert_non_null(fb);
+    frontier_job j;
+    int64_t wake;
+    /* a: h1's queued row is handed out; forgetting h1 waits for it */
+    int got = 0;
+    for (int i = 0; i < 6 && !got; i++) {
+        assert_int_equal(frontier_next(fa, 1000, &j, &wake), FRONTIER_JOB);
+        got = strcmp(j.host, "h1") == 0;
+        if (!got)
+            assert_int_equal(frontier_return(fa, &j), 0);
+    }
+    assert_true(got);
+    assert_int_equal(frontier_forget_host(fa, "h1"), -EBUSY);
+    assert_int_equal(frontier_return(fa, &j), 0);
+    assert_true(frontier_forget_host(fa, "h1") >= 0);
+    assert_true(frontier_forget_host(fa, "h3") >= 0); /* in memory or still in SQLite */
+    assert_true(frontier_forget_host(fa, "h5") >= 0);
+    /* the other hosts' URLs only */
+    int n = 0;
+    while (frontier_next(fa, 1000, &j, &wake) == FRONTIER_JOB) {
+        assert_true(strcmp(j.host, "h1") && strcmp(j.host, "h3") && strcmp(j.host, "h5"));
+        frontier_outcome out = { .status = 200, .response_ms = 1, .retry_after_s = -1 };
+        frontier_done(fa, &j, &out, 1000);
+        n++;
+    }
+    assert_int_equal(n, 3);
+    /* b: rows imported behind the frontier's back are read once woken */
+    char ck[96];
+    int64_t rows, mark;
+    snprintf(ck, sizeof ck, "%s/slot.db", t.dir);
+    assert_int_equal(db_slot_export(t.a, ck, "x", pick_odd, NULL, &rows, err, sizeof err), 0);
+    assert_int_equal(db_slot_import(t.b, ck, "x", &mark, &rows, err, sizeof err), 0);
+    assert_int_equal(frontier_next(fb, 1000, &j, &wake), FRONTIER_DRAINED);
+    for (int h = 1; h < 6; h += 2) {
+        char host[8];
+        snprintf(host, sizeof host, "h%d", h);
+        assert_int_equal(frontier_wake_host(fb, host), 0);
+    }
+    n = 0;
+    while (frontier_next(fb, 1000, &j, &wake) == FRONTIER_JOB) {
+        assert_non_null(strstr(j.url, "/p1")); /* the queued ones; p0 were done */
+        frontier_outcome out = { .status = 200, .response_ms = 1, .retry_after_s = -1 };
+        frontier_done(fb, &j, &out, 1000);
+        n++;
+    }
+    assert_int_equal(n, 3);
+    frontier_free(fa);
+    frontier_free(fb);
+    assert_int_equal(db_flush(t.a), 0);
+    two_stores_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1405,9 +1512,11 @@ int main(void)
         cmocka_unit_test_teardown(a_crashed_node_keeps_its_slots_within_the_grace, teardown),
         cmocka_unit_test_teardown(export_fails_the_old_owner_keeps_the_slot, teardown),
         cmocka_unit_test_teardown(import_fails_the_new_owner_does_not_fetch, teardown),
+        cmocka_unit_test_teardown(a_slot_never_loaded_passes_its_checkpoint_on, teardown),
         cmocka_unit_test_teardown(a_departing_node_hands_every_slot_over, teardown),
         cmocka_unit_test_teardown(slot_rows_export_import_drop, teardown),
         cmocka_unit_test_teardown(slot_export_and_import_failures_leave_nothing, teardown),
+        cmocka_unit_test_teardown(frontier_forgets_and_wakes_a_slots_hosts, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
