@@ -1314,9 +1314,12 @@ void crawl_resume(crawl *c)
 static void snapshot(crawl *c)
 {
     char err[512];
-    pthread_mutex_lock(&c->slot_mu);
+    bool cl = c->cl.ob != NULL; /* a single node imports nothing */
+    if (cl)
+        pthread_mutex_lock(&c->slot_mu);
     int rc = verifier_snapshot(c->s, c->d, c->snap_path, err, sizeof err);
-    pthread_mutex_unlock(&c->slot_mu);
+    if (cl)
+        pthread_mutex_unlock(&c->slot_mu);
     if (rc < 0 && c->log)
         fprintf(c->log, "crawld: snapshot: %s\n", err);
 }
