@@ -27,16 +27,19 @@ static const char DEL_IF_MINE[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('DEL', KEYS[1]) else return 0 end";
 /* A hand-over: while KEYS[1] (the slot lease) names this node, records the
- * checkpoint in KEYS[2] (unless ARGV[2] is "") and deletes the lease. */
+ * checkpoint in KEYS[2] (unless ARGV[2] is ""), adds slot ARGV[4] to the
+ * set KEYS[3] of slots in transit (the end check waits for it to empty)
+ * and deletes the lease. */
 static const char HAND_OVER[] =
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
     "if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'path', ARGV[2], 'epoch', ARGV[3],"
-    " 'from', ARGV[1]) end "
+    " 'from', ARGV[1]) redis.call('SADD', KEYS[3], ARGV[4]) end "
     "return redis.call('DEL', KEYS[1])";
-/* Deletes the record KEYS[1] while it still names checkpoint ARGV[1]. */
+/* Deletes the record KEYS[1] while it still names checkpoint ARGV[1], and
+ * slot ARGV[2] from the set KEYS[2]. */
 static const char DEL_RECORD[] =
     "if redis.call('HGET', KEYS[1], 'path') == ARGV[1] then "
-    "return redis.call('DEL', KEYS[1]) else return 0 end";
+    "redis.call('SREM', KEYS[2], ARGV[2]) return redis.call('DEL', KEYS[1]) else return 0 end";
 
 struct member {
     redis_conn *rc;
@@ -410,7 +413,7 @@ static void set_local(member *m, uint32_t s)
  * goes with the checkpoint recorded. */
 static int release(member *m, uint32_t s)
 {
-    char k[KEY_MAX], ck[KEY_MAX], ckpt[4096] = "", ep[24];
+    char k[KEY_MAX], ck[KEY_MAX], tk[KEY_MAX], ckpt[4096] = "", ep[24], sn[12];
     atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
     atomic_store(&m->local[s], false);
     /* Never loaded: this node has no rows of the slot, and the record
@@ -427,10 +430,12 @@ static int release(member *m, uint32_t s)
         return 0;
     slot_key(m, k, s);
     ckpt_key(m, ck, s);
+    key(m, tk, "ckpts");
     snprintf(ep, sizeof ep, "%llu", (unsigned long long)m->info.epoch);
+    snprintf(sn, sizeof sn, "%u", s);
     redis_reply *r = NULL;
-    const char *argv[] = { "EVAL", HAND_OVER, "2", k, ck, m->id, ckpt, ep };
-    int rc = redis_cmdv(m->rc, 8, argv, NULL, &r);
+    const char *argv[] = { "EVAL", HAND_OVER, "3", k, ck, tk, m->id, ckpt, ep, sn };
+    int rc = redis_cmdv(m->rc, 10, argv, NULL, &r);
     bool gone = rc == 0 && redis_reply_int(r) == 1;
     redis_reply_free(r);
     if (rc == 0) {
@@ -468,8 +473,11 @@ static int load(member *m, uint32_t s)
     if (m->o.load(m->o.hook_arg, s, path) < 0)
         return 0; /* asked again next tick; the slot stays unfetched */
     r = NULL;
-    const char *argv[] = { "EVAL", DEL_RECORD, "1", ck, path };
-    rc = redis_cmdv(m->rc, 5, argv, NULL, &r);
+    char tk[KEY_MAX], sn[12];
+    key(m, tk, "ckpts");
+    snprintf(sn, sizeof sn, "%u", s);
+    const char *argv[] = { "EVAL", DEL_RECORD, "2", ck, tk, path, sn };
+    rc = redis_cmdv(m->rc, 7, argv, NULL, &r);
     redis_reply_free(r);
     if (rc == 0) {
         m->unloaded[s] = false;

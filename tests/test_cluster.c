@@ -927,6 +927,31 @@ static void quiet_waits_for_every_stream_entry_to_be_acked(void **state)
     stop_redis(d);
 }
 
+/* A slot handed over whose checkpoint nobody has loaded yet (in
+ * P"ckpts") holds rows no frontier has: no end until it is loaded. */
+static void quiet_waits_for_a_slot_in_transit(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 2000);
+    sadd(c, "crawld:w:members", "a");
+    sadd(c, "crawld:w:members", "b");
+    sadd(c, "crawld:w:ckpts", "3");
+    quiet *a = quiet_for(d, "w", "a", 8), *b = quiet_for(d, "w", "b", 8);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(round_of(a, b, 1, 1, 1), 0);
+    redis_reply *r = NULL;
+    assert_int_equal(redis_cmd(c, &r, "SREM", "crawld:w:ckpts", "3", NULL), 0);
+    redis_reply_free(r);
+    assert_int_equal(round_of(a, b, 1, 1, 2), 0); /* the loader's count moved */
+    assert_int_equal(round_of(a, b, 1, 1, 2), 1);
+    quiet_free(a);
+    quiet_free(b);
+    redis_free(c);
+    stop_redis(d);
+}
+
 /* A node whose lease ran out keeps its slots in the map for grace_ms. */
 static void a_crashed_node_keeps_its_slots_within_the_grace(void **state)
 {
@@ -1137,6 +1162,7 @@ static void export_fails_the_old_owner_keeps_the_slot(void **state)
         char k[64];
         snprintf(k, sizeof k, "crawld:t:ckpt:%u", s);
         assert_int_equal(hash_exists(c, k), 0); /* loaded: the record is gone */
+        assert_int_equal(hash_exists(c, "crawld:t:ckpts"), 0); /* nothing in transit */
         assert_int_equal(member_is_local(m[owner[s]], s), 1);
     }
     member_info in;
@@ -1174,6 +1200,7 @@ static void import_fails_the_new_owner_does_not_fetch(void **state)
         snprintf(k, sizeof k, "crawld:t:ckpt:%u", s);
         assert_int_equal(hash_exists(c, k), 1);
     }
+    assert_int_equal(hash_exists(c, "crawld:t:ckpts"), 1); /* in transit */
     assert_true(moving > 0);
     member_info in;
     member_get_info(m[1], &in);
@@ -1509,6 +1536,7 @@ int main(void)
         cmocka_unit_test_teardown(run_says_when_it_cannot_reach_redis, teardown),
         cmocka_unit_test_teardown(quiet_ends_after_two_rounds_with_nothing_in_between, teardown),
         cmocka_unit_test_teardown(quiet_waits_for_every_stream_entry_to_be_acked, teardown),
+        cmocka_unit_test_teardown(quiet_waits_for_a_slot_in_transit, teardown),
         cmocka_unit_test_teardown(a_crashed_node_keeps_its_slots_within_the_grace, teardown),
         cmocka_unit_test_teardown(export_fails_the_old_owner_keeps_the_slot, teardown),
         cmocka_unit_test_teardown(import_fails_the_new_owner_does_not_fetch, teardown),
