@@ -773,6 +773,7 @@ static void cluster_status_shows_nodes_map_and_streams(void **state)
     assert_int_equal(pending, 2);
     assert_int_equal(lag, 1);
     assert_non_null(strstr(o, "streams: 3 entries, 2 pending\n"));
+    assert_non_null(strstr(o, "in transit: 0 slots\n"));
     /* an unknown crawl and an unreachable Redis are errors that say so */
     cr_buf_clear(&err);
     rc = proc_crawld((const char *const[]){ "cluster", "status", "--redis", redisd_addr(d),
