@@ -1599,7 +1599,7 @@ static int slot_host_cb(void *ud, const frontier_host_stats *hs)
     slot_hosts *sh = ud;
     if (!sh->pick(sh->arg, hs->host, strlen(hs->host)))
         return 0;
-    sh->busy |= hs->in_flight > 0;
+    sh->busy |= hs->in_flight > 0 || hs->robots_state == FRONTIER_ROBOTS_FETCHING;
     if (sh->n == sh->cap) {
         size_t cap = sh->cap ? 2 * sh->cap : 16;
         char **v = cr_realloc(sh->v, cap * sizeof *v);

@@ -107,7 +107,8 @@ int crawl_admit_remote(crawl *c, const crawl_link *v, size_t n);
 
 /* Slot moves (crawler/clusterrun, issue 23): pick says whether a host is
  * of the slot that moves. The gate must already refuse its hosts.
- * crawl_slot_busy: 1 while a fetch of a picked host is in flight, else 0.
+ * crawl_slot_busy: 1 while a fetch of a picked host (robots.txt too) is in
+ * flight, else 0.
  * crawl_slot_export: commits what is queued, then writes the picked rows
  * to the checkpoint at path (db_slot_export). crawl_slot_drop: the frontier
  * forgets the picked hosts, then their rows are deleted (-EBUSY: one had a

@@ -1513,6 +1513,18 @@ static void frontier_forgets_and_wakes_a_slots_hosts(void **state)
     assert_int_equal(n, 3);
     frontier_free(fa);
     frontier_free(fb);
+    /* a robots.txt fetch in flight holds the host too */
+    o.obey_robots = true;
+    frontier *fr = frontier_new(&o, t.a, err, sizeof err);
+    assert_non_null(fr);
+    assert_int_equal(frontier_next(fr, 1000, &j, &wake), FRONTIER_JOB);
+    assert_true(j.is_robots);
+    char host[16];
+    snprintf(host, sizeof host, "%s", j.host);
+    assert_int_equal(frontier_forget_host(fr, host), -EBUSY);
+    assert_int_equal(frontier_return(fr, &j), 0);
+    assert_true(frontier_forget_host(fr, host) >= 0);
+    frontier_free(fr);
     assert_int_equal(db_flush(t.a), 0);
     two_stores_close(&t);
 }
