@@ -1011,6 +1011,14 @@ static void a_crashed_node_keeps_its_slots_within_the_grace(void **state)
 
 /* ---- moving a slot ------------------------------------------------------- */
 
+/* A server and a connection to it, for the tests below. */
+static redis_conn *redis_with_conn(redisd **d)
+{
+    *d = start_redis();
+    assert_non_null(*d);
+    return connect_to(*d, 2000);
+}
+
 /* The node side of a hand-over, faked: checkpoints are names only. While
  * fail is set, handover (the export) or load (the import) fails. */
 typedef struct fake_side {
@@ -1125,9 +1133,8 @@ static void free_two(member **m, redis_conn *c, redisd *d)
 static void export_fails_the_old_owner_keeps_the_slot(void **state)
 {
     (void)state;
-    redisd *d = start_redis();
-    assert_non_null(d);
-    redis_conn *c = connect_to(d, 2000);
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
     const uint32_t slots = 16;
     const char *names[2] = { "node-a", "node-b" };
     fake_side fa = { .name = "a", .fail = 1 }, fb = { .name = "b" };
@@ -1177,9 +1184,8 @@ static void export_fails_the_old_owner_keeps_the_slot(void **state)
 static void import_fails_the_new_owner_does_not_fetch(void **state)
 {
     (void)state;
-    redisd *d = start_redis();
-    assert_non_null(d);
-    redis_conn *c = connect_to(d, 2000);
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
     const uint32_t slots = 16;
     const char *names[2] = { "node-a", "node-b" };
     fake_side fa = { .name = "a" }, fb = { .name = "b", .fail = 1 };
@@ -1222,9 +1228,8 @@ static void import_fails_the_new_owner_does_not_fetch(void **state)
 static void a_slot_never_loaded_passes_its_checkpoint_on(void **state)
 {
     (void)state;
-    redisd *d = start_redis();
-    assert_non_null(d);
-    redis_conn *c = connect_to(d, 2000);
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
     const uint32_t slots = 16;
     fake_side fa = { .name = "a" }, fb = { .name = "b", .fail = 1 };
     member *m[2];
