@@ -26,6 +26,20 @@ static const char RENEW_IF_MINE[] =
 static const char DEL_IF_MINE[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('DEL', KEYS[1]) else return 0 end";
+/* A hand-over: while KEYS[1] (the slot lease) names this node, records the
+ * checkpoint in KEYS[2] (unless ARGV[2] is ""), adds slot ARGV[4] to the
+ * set KEYS[3] of slots in transit (the end check waits for it to empty)
+ * and deletes the lease. */
+static const char HAND_OVER[] =
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'path', ARGV[2], 'epoch', ARGV[3],"
+    " 'from', ARGV[1]) redis.call('SADD', KEYS[3], ARGV[4]) end "
+    "return redis.call('DEL', KEYS[1])";
+/* Deletes the record KEYS[1] while it still names checkpoint ARGV[1], and
+ * slot ARGV[2] from the set KEYS[2]. */
+static const char DEL_RECORD[] =
+    "if redis.call('HGET', KEYS[1], 'path') == ARGV[1] then "
+    "redis.call('SREM', KEYS[2], ARGV[2]) return redis.call('DEL', KEYS[1]) else return 0 end";
 
 struct member {
     redis_conn *rc;
@@ -36,7 +50,11 @@ struct member {
     uint32_t slots;
     bool *held;
     bool *wanted;
+    bool *leaving;        /* held, not wanted, gate closed: handover next tick */
+    bool *unloaded;       /* held, its checkpoint not loaded yet */
+    bool departing;       /* member_depart: hand every slot over */
     _Atomic int64_t *deadline; /* may fetch until (monotonic ms); 0: no */
+    atomic_bool *local;   /* held, loaded, not leaving (member_is_local) */
     member_info info;
 };
 
@@ -121,7 +139,11 @@ int member_open(const member_opts *o, member **out, char *err, size_t errlen)
     m->held = cr_calloc(m->slots, sizeof *m->held);
     m->wanted = cr_calloc(m->slots, sizeof *m->wanted);
     m->deadline = cr_calloc(m->slots, sizeof *m->deadline);
-    if (m->held == NULL || m->wanted == NULL || m->deadline == NULL) {
+    m->leaving = cr_calloc(m->slots, sizeof *m->leaving);
+    m->unloaded = cr_calloc(m->slots, sizeof *m->unloaded);
+    m->local = cr_calloc(m->slots, sizeof *m->local);
+    if (m->held == NULL || m->wanted == NULL || m->deadline == NULL || m->leaving == NULL ||
+        m->unloaded == NULL || m->local == NULL) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto fail;
@@ -143,6 +165,9 @@ void member_free(member *m)
     cr_free(m->held);
     cr_free(m->wanted);
     cr_free((void *)m->deadline);
+    cr_free(m->leaving);
+    cr_free(m->unloaded);
+    cr_free((void *)m->local);
     cr_free(m);
 }
 
@@ -170,6 +195,11 @@ int member_may_fetch(const member *m, uint32_t slot, int64_t now_ms)
     if (slot >= m->slots)
         return 0;
     return now_ms < atomic_load_explicit(&m->deadline[slot], memory_order_acquire);
+}
+
+int member_is_local(const member *m, uint32_t slot)
+{
+    return slot < m->slots && atomic_load(&m->local[slot]);
 }
 
 void member_get_info(const member *m, member_info *out)
@@ -362,26 +392,111 @@ static int follow_map(member *m)
     return rc;
 }
 
-/* Takes the slots the map gives this node (SET NX: only once free), and
- * releases, once drained, the ones it took away. */
+static void ckpt_key(const member *m, char *buf, uint32_t s)
+{
+    snprintf(buf, KEY_MAX, "%sckpt:%u", m->prefix, s);
+}
+
+/* May slot be fetched (and read) once its lease is renewed? */
+static bool fetchable(const member *m, uint32_t s)
+{
+    return m->held[s] && m->wanted[s] && !m->unloaded[s];
+}
+
+static void set_local(member *m, uint32_t s)
+{
+    atomic_store(&m->local[s], fetchable(m, s));
+}
+
+/* A slot the map took away: its gate closed and not local at once; from
+ * the next tick the handover hook is asked, and once it says 1 the lease
+ * goes with the checkpoint recorded. */
+static int release(member *m, uint32_t s)
+{
+    char k[KEY_MAX], ck[KEY_MAX], tk[KEY_MAX], ckpt[4096] = "", ep[24], sn[12];
+    atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+    atomic_store(&m->local[s], false);
+    /* Never loaded: this node has no rows of the slot, and the record
+     * still names the checkpoint it did not load, which the next owner
+     * loads instead (a new export would overwrite it with nothing). */
+    bool pass_on = m->unloaded[s];
+    if (!m->leaving[s] && !pass_on) {
+        m->leaving[s] = true; /* a link judged local just now is enqueued by the next tick */
+        if (m->o.handover != NULL)
+            return 0;
+    }
+    if (!pass_on && m->o.handover != NULL &&
+        m->o.handover(m->o.hook_arg, s, ckpt, sizeof ckpt) != 1)
+        return 0;
+    slot_key(m, k, s);
+    ckpt_key(m, ck, s);
+    key(m, tk, "ckpts");
+    snprintf(ep, sizeof ep, "%llu", (unsigned long long)m->info.epoch);
+    snprintf(sn, sizeof sn, "%u", s);
+    redis_reply *r = NULL;
+    const char *argv[] = { "EVAL", HAND_OVER, "3", k, ck, tk, m->id, ckpt, ep, sn };
+    int rc = redis_cmdv(m->rc, 10, argv, NULL, &r);
+    bool gone = rc == 0 && redis_reply_int(r) == 1;
+    redis_reply_free(r);
+    if (rc == 0) {
+        m->held[s] = false;
+        m->leaving[s] = false;
+        m->unloaded[s] = false;
+        m->info.held--;
+        if (gone && ckpt[0] != '\0')
+            m->info.handed_over++;
+        if (gone && !pass_on && m->o.released != NULL)
+            m->o.released(m->o.hook_arg, s);
+    }
+    return rc;
+}
+
+/* A held slot not loaded yet: loads the checkpoint P"ckpt:N" names, if
+ * any, then deletes the record; until then the slot is neither fetched
+ * nor read. */
+static int load(member *m, uint32_t s)
+{
+    char ck[KEY_MAX];
+    ckpt_key(m, ck, s);
+    redis_reply *r = NULL;
+    int rc = redis_cmd(m->rc, &r, "HGET", ck, "path", NULL);
+    if (rc < 0)
+        return rc;
+    if (redis_reply_type(r) != REDIS_T_STR || m->o.load == NULL) {
+        m->unloaded[s] = false; /* nothing to load */
+        redis_reply_free(r);
+        return 0;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s", redis_reply_str(r, NULL));
+    redis_reply_free(r);
+    if (m->o.load(m->o.hook_arg, s, path) < 0)
+        return 0; /* asked again next tick; the slot stays unfetched */
+    r = NULL;
+    char tk[KEY_MAX], sn[12];
+    key(m, tk, "ckpts");
+    snprintf(sn, sizeof sn, "%u", s);
+    const char *argv[] = { "EVAL", DEL_RECORD, "2", ck, tk, path, sn };
+    rc = redis_cmdv(m->rc, 7, argv, NULL, &r);
+    redis_reply_free(r);
+    if (rc == 0) {
+        m->unloaded[s] = false;
+        m->info.loads++;
+        if (m->o.loaded != NULL)
+            m->o.loaded(m->o.hook_arg, s, path);
+    }
+    return rc;
+}
+
+/* Takes the slots the map gives this node (SET NX: only once free), loads
+ * what their last holder handed over, and releases the ones it took away. */
 static int take_and_release(member *m)
 {
     char k[KEY_MAX];
     int rc = 0;
     for (uint32_t s = 0; s < m->slots && rc == 0; s++) {
         if (m->held[s] && !m->wanted[s]) {
-            atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
-            if (m->o.drained != NULL && !m->o.drained(m->o.drained_arg, s))
-                continue;
-            slot_key(m, k, s);
-            redis_reply *r = NULL;
-            const char *argv[] = { "EVAL", DEL_IF_MINE, "1", k, m->id };
-            rc = redis_cmdv(m->rc, 5, argv, NULL, &r);
-            redis_reply_free(r);
-            if (rc == 0) {
-                m->held[s] = false;
-                m->info.held--;
-            }
+            rc = release(m, s);
         } else if (!m->held[s] && m->wanted[s]) {
             slot_key(m, k, s);
             int64_t sent = cr_mono_ms();
@@ -389,13 +504,25 @@ static int take_and_release(member *m)
             rc = redis_cmd(m->rc, &r, "SET", k, m->id, "NX", "PX", m->lease_s, NULL);
             if (rc == 0 && redis_reply_type(r) == REDIS_T_STATUS) {
                 m->held[s] = true;
+                m->unloaded[s] = true;
                 m->info.held++;
-                atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
-                                      memory_order_release);
+                rc = load(m, s);
+                if (rc == 0 && !m->unloaded[s])
+                    atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
+                                          memory_order_release);
             }
             redis_reply_free(r);
+        } else if (m->held[s] && m->unloaded[s]) {
+            rc = load(m, s); /* fetched once renewed, from the next tick */
+        } else if (m->held[s]) {
+            m->leaving[s] = false; /* wanted again before it was handed over */
         }
+        set_local(m, s);
     }
+    uint32_t unl = 0;
+    for (uint32_t s = 0; s < m->slots; s++)
+        unl += m->held[s] && m->unloaded[s];
+    m->info.unloaded = unl;
     return rc;
 }
 
@@ -426,9 +553,12 @@ int member_tick(member *m, int64_t now_ms)
     int64_t sent = cr_mono_ms();
     if (now_ms < sent)
         sent = now_ms;
-    rc = redis_append(m->rc, 5, set, NULL);
+    /* departing: the slot leases only (the rest keeps its place in the
+     * pipeline as PINGs) */
+    const char *ping[] = { "PING" };
+    rc = m->departing ? redis_append(m->rc, 1, ping, NULL) : redis_append(m->rc, 5, set, NULL);
     if (rc == 0)
-        rc = redis_append(m->rc, 3, sadd, NULL);
+        rc = m->departing ? redis_append(m->rc, 1, ping, NULL) : redis_append(m->rc, 3, sadd, NULL);
     for (uint32_t s = 0; s < m->slots && rc == 0; s++) {
         if (!m->held[s])
             continue;
@@ -438,16 +568,16 @@ int member_tick(member *m, int64_t now_ms)
         rc = eval_append(m, RENEW_IF_MINE, k);
     }
     if (rc == 0)
-        rc = redis_append(m->rc, 6, coord, NULL);
+        rc = m->departing ? redis_append(m->rc, 1, ping, NULL) : redis_append(m->rc, 6, coord, NULL);
     if (rc == 0)
-        rc = eval_append(m, RENEW_IF_MINE, ck);
+        rc = m->departing ? redis_append(m->rc, 1, ping, NULL) : eval_append(m, RENEW_IF_MINE, ck);
     /* when this node was last alive, for the coordinator's grace */
     char sk[KEY_MAX], wall[24];
     key(m, sk, "seen");
     snprintf(wall, sizeof wall, "%lld", (long long)cr_wall_ms());
     const char *seen[] = { "HSET", sk, m->id, wall };
     if (rc == 0)
-        rc = redis_append(m->rc, 4, seen, NULL);
+        rc = m->departing ? redis_append(m->rc, 1, ping, NULL) : redis_append(m->rc, 4, seen, NULL);
     nr = nheld + 5;
     if (rc == 0)
         rc = read_n(m, r, nr);
@@ -456,21 +586,25 @@ int member_tick(member *m, int64_t now_ms)
     for (size_t i = 0; i < nheld; i++) {
         uint32_t s = sl[i];
         if (redis_reply_int(r[2 + i]) == 1) {
-            atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
-                                  memory_order_release);
+            if (fetchable(m, s)) /* a slot leaving or not loaded stays shut */
+                atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
+                                      memory_order_release);
         } else {
             /* Gone (we were too slow) or someone else's now: fenced. */
             atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+            atomic_store(&m->local[s], false);
             m->held[s] = false;
+            m->leaving[s] = false;
+            m->unloaded[s] = false;
             m->info.held--;
             m->info.lost++;
         }
     }
-    m->info.coordinator = redis_reply_type(r[2 + nheld]) == REDIS_T_STATUS ||
-                          redis_reply_int(r[3 + nheld]) == 1;
+    m->info.coordinator = !m->departing && (redis_reply_type(r[2 + nheld]) == REDIS_T_STATUS ||
+                                            redis_reply_int(r[3 + nheld]) == 1);
     if (m->info.coordinator)
         rc = coordinate(m);
-    if (rc == 0)
+    if (rc == 0 && !m->departing)
         rc = follow_map(m);
     if (rc == 0)
         rc = take_and_release(m);
@@ -488,11 +622,47 @@ out:
     return rc;
 }
 
+int member_depart(member *m)
+{
+    char nk[KEY_MAX], mk[KEY_MAX], sk[KEY_MAX], ck[KEY_MAX];
+    m->departing = true;
+    memset(m->wanted, 0, m->slots * sizeof *m->wanted);
+    m->info.wanted = 0;
+    m->info.coordinator = false;
+    for (uint32_t s = 0; s < m->slots; s++) {
+        atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+        atomic_store(&m->local[s], false);
+    }
+    if (!redis_alive(m->rc) && redis_reconnect(m->rc, nk, sizeof nk) < 0)
+        return -EPIPE;
+    snprintf(nk, sizeof nk, "%snode:%s", m->prefix, m->id);
+    key(m, mk, "members");
+    key(m, sk, "seen");
+    key(m, ck, "coord");
+    const char *dn[] = { "DEL", nk }, *sr[] = { "SREM", mk, m->id }, *hd[] = { "HDEL", sk, m->id },
+               *dc[] = { "EVAL", DEL_IF_MINE, "1", ck, m->id };
+    int rc = redis_append(m->rc, 2, dn, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 3, sr, NULL);
+    if (rc == 0)
+        rc = redis_append(m->rc, 3, hd, NULL); /* leaving: no grace */
+    if (rc == 0)
+        rc = redis_append(m->rc, 5, dc, NULL);
+    for (int i = 0; i < 4 && rc == 0; i++) {
+        redis_reply *r = NULL;
+        rc = redis_read(m->rc, &r);
+        redis_reply_free(r);
+    }
+    return rc;
+}
+
 int member_leave(member *m)
 {
     char k[KEY_MAX];
-    for (uint32_t s = 0; s < m->slots; s++)
+    for (uint32_t s = 0; s < m->slots; s++) {
         atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+        atomic_store(&m->local[s], false);
+    }
     if (!redis_alive(m->rc) && redis_reconnect(m->rc, k, sizeof k) < 0)
         return -EPIPE;
     int rc = 0;

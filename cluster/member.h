@@ -16,6 +16,16 @@
  * out; a slot the map takes away stops dispatching at once and is released
  * once the caller says it is drained.
  *
+ * Moving a slot: a slot the map takes away stops dispatching at once and
+ * stops being local (links to it go to the outbox); from the next tick
+ * the handover hook is asked until it has drained the slot and written its
+ * checkpoint; then one script records P"ckpt:N" = {path, epoch, from} and
+ * deletes the lease, and released drops the rows. The new owner's SET NX
+ * succeeds only after that delete, so it always sees the record: it
+ * loads the checkpoint (load) before the slot is fetched or its stream
+ * read, then deletes the record. A departing node (member_depart, SIGTERM)
+ * hands every slot over this way.
+ *
  * Fencing: a slot may be fetched until half a lease after the moment the
  * renewal that last succeeded was *sent*; Redis keeps the key for a whole
  * lease after it *received* it. So a node that was paused, or cut off
@@ -43,10 +53,23 @@ typedef struct member_opts {
      * state_dir finds its slots; 0: dropped with its lease. A node that
      * leaves (member_leave) is dropped at once. */
     int64_t grace_ms;
-    /* Asked before a slot taken away is released: 1 when no fetch of the
-     * slot is in flight. NULL: always drained. Called on the owner thread. */
-    int (*drained)(void *arg, uint32_t slot);
-    void *drained_arg;
+    /* Slot moves (see "Moving a slot" above); each NULL: none. Called on
+     * the owner thread, with hook_arg.
+     * handover: for a slot the map took away, from the tick after its gate
+     * closed (and member_is_local turned 0): 1 once it is drained and its
+     * rows are in the checkpoint file named in ckpt ("" for none), 0 not
+     * yet, < 0 failed; asked again every tick until 1, the slot kept.
+     * released: the lease is gone and the checkpoint recorded in
+     * P"ckpt:N": the rows may be dropped.
+     * load: a slot taken while P"ckpt:N" names a checkpoint: 0 once its
+     * rows are loaded; else asked again every tick, and meanwhile the slot
+     * is held but neither fetched nor read. loaded: the record is deleted
+     * (the file may go). */
+    int (*handover)(void *arg, uint32_t slot, char *ckpt /* OUT */, size_t cap);
+    void (*released)(void *arg, uint32_t slot);
+    int (*load)(void *arg, uint32_t slot, const char *ckpt);
+    void (*loaded)(void *arg, uint32_t slot, const char *ckpt);
+    void *hook_arg;
 } member_opts;
 
 /* What a tick saw, for status lines and metrics. */
@@ -59,6 +82,9 @@ typedef struct member_info {
     uint32_t wanted;       /* slots the map gives this node */
     uint64_t lost;         /* slot leases found gone at renewal (fenced) */
     uint64_t redis_errors; /* ticks that failed to reach Redis */
+    uint32_t unloaded;     /* held slots whose checkpoint is not loaded yet */
+    uint64_t handed_over;  /* slots released with their checkpoint */
+    uint64_t loads;        /* checkpoints loaded */
     char error[256];       /* the last Redis error, "" when up */
 } member_info;
 
@@ -77,6 +103,15 @@ int64_t member_tick_ms(const member *m);
 
 /* 1 when this node may fetch hosts of slot at monotonic time now_ms. */
 int member_may_fetch(const member *m, uint32_t slot, int64_t now_ms);
+
+/* 1 when links of slot are admitted here: held, loaded, not leaving.
+ * Any thread (one atomic). */
+int member_is_local(const member *m, uint32_t slot);
+
+/* Leaves the membership (node lease, members, coordinator) but keeps the
+ * slot leases: later ticks renew only those and hand every slot over (the
+ * others' map no longer names this node). 0 or -EPIPE. */
+int member_depart(member *m);
 
 /* Stops dispatching everything and releases every lease (node, slots,
  * coordinator) so others take over at once. 0 or -EPIPE. */

@@ -26,7 +26,6 @@ struct node {
     pthread_mutex_t mu;    /* guards info */
     node_info info;
     quiet *q;              /* NULL without o.quiet */
-    atomic_bool *mine;     /* per slot: held (node_holds) */
     atomic_bool settled, ended;
     uint64_t epoch_seen;
     int64_t epoch_since;   /* when epoch_seen was first seen */
@@ -77,16 +76,9 @@ static void publish(node *n)
     pthread_mutex_unlock(&n->mu);
 }
 
-/* The held slots for node_holds, and whether the map has settled. */
+/* Whether the map has settled. */
 static void follow(node *n, int64_t now, size_t k)
 {
-    uint32_t slots = member_slots(n->m);
-    size_t i = 0; /* held[] is in slot order: one pass, no slot ever reads false by mistake */
-    for (uint32_t s = 0; s < slots; s++) {
-        bool held = i < k && n->held[i] == s;
-        i += held;
-        atomic_store(&n->mine[s], held);
-    }
     member_info mi;
     member_get_info(n->m, &mi);
     if (mi.epoch != n->epoch_seen) {
@@ -152,9 +144,12 @@ static void *run(void *arg)
             fault_point(n, XCHG_FAULT_AFTER_XADD, sent);
         size_t k = member_held_slots(n->m, n->held, slots);
         follow(n, now, k);
+        /* a slot just taken: its last holder's lease is gone, so that node
+         * reads and acks it no more (it reads only slots it may fetch):
+         * every entry it left pending is this node's now, at any age */
         for (size_t i = 0; i < k; i++)
             if (!n->had[n->held[i]])
-                xchg_claim(n->rd, n->held[i], n->o.member.lease_ms);
+                xchg_claim(n->rd, n->held[i], 0);
         memset(n->had, 0, slots * sizeof *n->had);
         for (size_t i = 0; i < k; i++)
             n->had[n->held[i]] = true;
@@ -206,8 +201,7 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
     if (rc == 0) {
         n->had = cr_calloc(member_slots(n->m), sizeof *n->had);
         n->held = cr_calloc(member_slots(n->m), sizeof *n->held);
-        n->mine = cr_calloc(member_slots(n->m), sizeof *n->mine);
-        if (n->had == NULL || n->held == NULL || n->mine == NULL) {
+        if (n->had == NULL || n->held == NULL) {
             snprintf(err, errlen, "out of memory");
             rc = -ENOMEM;
         }
@@ -226,7 +220,6 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
     if (rc < 0) {
         *out = NULL;
         quiet_free(n->q);
-        cr_free((void *)n->mine);
         xchg_free(n->fw);
         xchg_free(n->rd);
         member_free(n->m);
@@ -239,6 +232,24 @@ int node_start(const node_opts *o, node **out, char *err, size_t errlen)
     return 0;
 }
 
+/* SIGTERM: leaves the map but keeps the slot leases, and ticks until every
+ * slot is handed over (checkpoint recorded, lease released) or ten leases
+ * went by; what is left is released as it is by member_leave. */
+static void hand_over_all(node *n)
+{
+    if (member_depart(n->m) < 0)
+        return;
+    int64_t tick = member_tick_ms(n->m), until = cr_mono_ms() + 10 * n->o.member.lease_ms;
+    uint32_t slots = member_slots(n->m);
+    while (member_held_slots(n->m, n->held, slots) > 0 && cr_mono_ms() < until) {
+        while (xchg_forward(n->fw, n->o.outbox) > 0)
+            ;
+        member_tick(n->m, cr_mono_ms());
+        if (member_held_slots(n->m, n->held, slots) > 0)
+            nap_ms(tick);
+    }
+}
+
 void node_stop(node *n, bool leave)
 {
     if (n == NULL)
@@ -248,12 +259,13 @@ void node_stop(node *n, bool leave)
     if (leave) {
         while (xchg_forward(n->fw, n->o.outbox) > 0)
             ;
+        if (!atomic_load(&n->ended) && n->o.member.handover != NULL)
+            hand_over_all(n);
         member_leave(n->m);
         if (n->q && !atomic_load(&n->ended))
             quiet_leave(n->q);
     }
     quiet_free(n->q);
-    cr_free((void *)n->mine);
     xchg_free(n->fw);
     xchg_free(n->rd);
     member_free(n->m);
@@ -270,7 +282,7 @@ int node_settled(const node *n)
 
 int node_holds(const node *n, uint32_t slot)
 {
-    return slot < member_slots(n->m) && atomic_load(&n->mine[slot]);
+    return member_is_local(n->m, slot);
 }
 
 uint32_t node_slot_of(const node *n, const char *host, size_t len)

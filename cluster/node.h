@@ -26,7 +26,7 @@
 typedef struct node node;
 
 typedef struct node_opts {
-    member_opts member;    /* redis, crawl_id, node_id, slots, lease_ms, drained */
+    member_opts member;    /* redis, crawl_id, node_id, slots, lease_ms, hand-over hooks */
     outbox *outbox;        /* borrowed; links this node found for foreign slots */
     xchg_apply_fn apply;   /* links for this node's slots: admit them */
     void *apply_arg;
@@ -64,8 +64,11 @@ typedef struct node_info {
 /* Joins and starts the thread. 0, or negative errno with why in err.
  * Caller owns *out; node_stop() then frees it. */
 int node_start(const node_opts *o, node **out /* OUT */, char *err, size_t errlen);
-/* Stops the thread; with leave, releases every lease at once (SIGTERM),
- * else lets them run out (as a crash would). Frees n. */
+/* Stops the thread; with leave, leaves the crawl (SIGTERM, or its end):
+ * unless the crawl ended, with hand-over hooks, first hands every slot
+ * over (member_depart, then ticks, at most ten leases); then releases
+ * every lease left. Without leave, lets them run out (as a crash would).
+ * Frees n. */
 void node_stop(node *n, bool leave);
 
 /* 1 once the slot map held still for a lease (the nodes that start
@@ -73,8 +76,8 @@ void node_stop(node *n, bool leave);
  * then seeds may be routed. Any thread. */
 int node_settled(const node *n);
 
-/* 1 when this node holds slot (its links are admitted here), else 0.
- * Any thread. */
+/* 1 when links of slot are admitted here (held, its checkpoint loaded,
+ * not being handed over), else 0. Any thread. */
 int node_holds(const node *n, uint32_t slot);
 
 /* The slot of a host. */

@@ -157,12 +157,13 @@ int quiet_check(quiet *q)
         forget(q);
         return -EPIPE;
     }
-    char dk[KEYLEN], mk[KEYLEN], qk[KEYLEN];
+    char dk[KEYLEN], mk[KEYLEN], qk[KEYLEN], tk[KEYLEN];
     snprintf(dk, sizeof dk, "%sdone", q->prefix);
+    snprintf(tk, sizeof tk, "%sckpts", q->prefix);
     snprintf(mk, sizeof mk, "%smembers", q->prefix);
     snprintf(qk, sizeof qk, "%squiet", q->prefix);
     const char *multi[] = { "MULTI" }, *get[] = { "GET", dk }, *sm[] = { "SMEMBERS", mk },
-               *hg[] = { "HGETALL", qk }, *exec[] = { "EXEC" };
+               *hg[] = { "HGETALL", qk }, *exec[] = { "EXEC" }, *sc[] = { "SCARD", tk };
     int rc = redis_append(q->rc, 1, multi, NULL);
     if (rc == 0) rc = redis_append(q->rc, 2, get, NULL);
     if (rc == 0) rc = redis_append(q->rc, 2, sm, NULL);
@@ -175,9 +176,11 @@ int quiet_check(quiet *q)
         if (rc == 0)
             rc = redis_append(q->rc, 3, xg, NULL);
     }
+    if (rc == 0) /* slots handed over whose checkpoint is not loaded yet */
+        rc = redis_append(q->rc, 2, sc, NULL);
     if (rc == 0)
         rc = redis_append(q->rc, 1, exec, NULL);
-    size_t nq = 5 + 2 * (size_t)q->slots;
+    size_t nq = 6 + 2 * (size_t)q->slots;
     redis_reply **r = cr_calloc(nq, sizeof *r);
     if (r == NULL)
         return -ENOMEM;
@@ -188,7 +191,7 @@ int quiet_check(quiet *q)
     int result = 0;
     const redis_reply *ex = rc == 0 ? r[nq - 1] : NULL;
     if (rc < 0 || redis_reply_type(ex) != REDIS_T_ARRAY ||
-        redis_reply_count(ex) != 3 + 2 * (size_t)q->slots) {
+        redis_reply_count(ex) != 4 + 2 * (size_t)q->slots) {
         forget(q);
         result = rc < 0 ? -EPIPE : 0;
         goto out;
@@ -198,7 +201,8 @@ int quiet_check(quiet *q)
         goto out;
     }
     const redis_reply *mem = redis_reply_at(ex, 1), *rep = redis_reply_at(ex, 2);
-    bool quiet_all = redis_reply_count(mem) > 0;
+    bool quiet_all = redis_reply_count(mem) > 0 &&
+                     redis_reply_int(redis_reply_at(ex, 3 + 2 * (size_t)q->slots)) == 0;
     for (uint32_t s = 0; s < q->slots && quiet_all; s++)
         quiet_all = stream_empty(redis_reply_at(ex, 3 + 2 * s), redis_reply_at(ex, 4 + 2 * s));
     nnow = redis_reply_count(mem);

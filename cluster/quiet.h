@@ -6,13 +6,15 @@
  * the things it did (pushes, dispatches, forwards: see crawl_quiet). A
  * round of the check reads, in one MULTI (one moment): P"done", the
  * members, the reports and, per slot, the stream's length and last id and
- * the group's pending count and last delivered id. The crawl is over when
- * two rounds in a row see every member idle and every stream delivered and
- * acked, and between them every member published again (a new sequence)
+ * the group's pending count and last delivered id, and how many slots are
+ * in transit (P"ckpts": handed over, checkpoint not loaded yet; their rows
+ * are in no node's frontier). The crawl is over when two rounds in a row
+ * see every member idle, every stream delivered and acked and no slot in
+ * transit, and between them every member published again (a new sequence)
  * with the same count: then at the first round's moment no node had work
  * (each was idle at its publish before that moment and did nothing until
- * its publish after it) and no link was in a stream, and only a node or a
- * stream can create work. A link in flight between an outbox and a stream
+ * its publish after it), no link was in a stream and no slot's rows in a
+ * checkpoint, and only a node, a stream or a checkpoint can create work. A link in flight between an outbox and a stream
  * is in the outbox (its node is not idle) until XADD has put it in the
  * stream. The node that sees it sets P"done"; the others see that. One
  * owner thread. */

@@ -176,6 +176,16 @@ int cluster_status_print(const char *addr, const char *crawl_id, FILE *out, char
         total_pending += pending;
     }
     fprintf(out, "streams: %lld entries, %lld pending\n", total_depth, total_pending);
+    /* slots handed over whose checkpoint no new owner has loaded yet */
+    snprintf(k, sizeof k, "%sckpts", p);
+    redis_reply *tr = NULL;
+    if (redis_cmd(c, &tr, "SMEMBERS", k, NULL) < 0)
+        goto io;
+    fprintf(out, "in transit: %zu slots", redis_reply_count(tr));
+    for (size_t i = 0; i < redis_reply_count(tr); i++)
+        fprintf(out, "%s%s", i ? " " : " (", redis_reply_str(redis_reply_at(tr, i), NULL));
+    fprintf(out, "%s\n", redis_reply_count(tr) ? ")" : "");
+    redis_reply_free(tr);
     rc = 0;
     goto out;
 io:

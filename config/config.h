@@ -141,6 +141,7 @@ typedef struct crawl_config {
         int64_t slots;
         int64_t lease_ms;
         int64_t grace_ms;
+        char *shared_dir;          /* "": slots move without their rows */
     } cluster;
 } crawl_config;
 

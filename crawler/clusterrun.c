@@ -7,9 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cluster/member.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "storage/outbox.h"
 
 struct clusterrun {
@@ -22,7 +25,117 @@ struct clusterrun {
     atomic_bool ready;
     atomic_bool halted;    /* the fault hook closed the gate */
     atomic_bool wired;     /* crawl_set_cluster done: apply may admit */
+    int64_t said_ms;       /* the last hand-over failure logged (node thread) */
 };
+
+/* A hand-over or load failure, said at most every 5 s (it is retried
+ * every tick). */
+static void say_failure(clusterrun *r, uint32_t slot, const char *what, const char *why)
+{
+    int64_t now = cr_mono_ms();
+    if (r->said_ms != 0 && now - r->said_ms < 5000)
+        return;
+    r->said_ms = now;
+    fprintf(r->log, "crawld: cluster: slot %u: %s (%s): the slot is not fetched meanwhile;"
+                    " trying again every tick\n", slot, what, why);
+}
+
+/* ---- slot moves (the member's hand-over hooks, on the node thread) ---- */
+
+typedef struct slot_pick {
+    clusterrun *r;
+    uint32_t slot;
+} slot_pick;
+
+static int pick_host(void *arg, const char *host, size_t len)
+{
+    slot_pick *p = arg;
+    return node_slot_of(p->r->n, host, len) == p->slot;
+}
+
+/* The old owner: drained (no fetch of the slot in flight, the outbox
+ * forwarded), then the slot's rows into a checkpoint in shared_dir. */
+static int handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
+{
+    clusterrun *r = arg;
+    slot_pick p = { r, slot };
+    char err[512];
+    int64_t rows = 0;
+    ckpt[0] = '\0';
+    if (r->cfg->cluster.shared_dir[0] == '\0')
+        return 1; /* no checkpoints: released as it is */
+    if (mkdir(r->cfg->cluster.shared_dir, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, sizeof err, "cluster.shared_dir %.400s cannot be made: %s",
+                 r->cfg->cluster.shared_dir, strerror(errno));
+        say_failure(r, slot, "it moves to another node, but its checkpoint failed, so this node"
+                             " keeps it", err);
+        return -1;
+    }
+    if (!atomic_load(&r->wired) || crawl_slot_busy(r->c, pick_host, &p) ||
+        outbox_count(r->ob) > 0)
+        return 0;
+    char safe[sizeof r->node_id];
+    size_t i = 0;
+    for (; r->node_id[i] && i + 1 < sizeof safe; i++) /* a file name from the node id */
+        safe[i] = (r->node_id[i] == '/' || r->node_id[i] == ':') ? '_' : r->node_id[i];
+    safe[i] = '\0';
+    int n = snprintf(ckpt, cap, "%s/%s-slot%u-%s-%lld.db", r->cfg->cluster.shared_dir,
+                     r->cfg->cluster.crawl_id, slot, safe, (long long)cr_wall_ms());
+    int rc = n > 0 && (size_t)n < cap ? crawl_slot_export(r->c, ckpt, pick_host, &p, &rows, err,
+                                                           sizeof err)
+                                      : -ENAMETOOLONG;
+    if (rc < 0) {
+        if (rc == -ENAMETOOLONG)
+            snprintf(err, sizeof err, "the checkpoint's path is too long");
+        say_failure(r, slot, "it moves to another node, but its checkpoint failed, so this node"
+                             " keeps it", err);
+        ckpt[0] = '\0';
+        return -1;
+    }
+    fprintf(r->log, "crawld: cluster: slot %u handed over: %lld rows in %s\n", slot,
+            (long long)rows, ckpt);
+    return 1;
+}
+
+/* The old owner, once the lease is gone with the checkpoint recorded. */
+static void released(void *arg, uint32_t slot)
+{
+    clusterrun *r = arg;
+    slot_pick p = { r, slot };
+    char err[512];
+    int64_t rows = 0;
+    if (r->cfg->cluster.shared_dir[0] == '\0')
+        return; /* without a checkpoint the rows are the only copy */
+    if (crawl_slot_drop(r->c, pick_host, &p, &rows, err, sizeof err) < 0)
+        fprintf(r->log, "crawld: cluster: slot %u was handed over but dropping its rows here"
+                        " failed (%s): they stay, never fetched\n", slot, err);
+}
+
+/* The new owner, before it fetches or reads the slot. */
+static int load(void *arg, uint32_t slot, const char *ckpt)
+{
+    clusterrun *r = arg;
+    slot_pick p = { r, slot };
+    char err[512];
+    int64_t rows = 0;
+    if (!atomic_load(&r->wired))
+        return -EAGAIN; /* the crawl is not wired yet: next tick */
+    int rc = crawl_slot_import(r->c, ckpt, pick_host, &p, &rows, err, sizeof err);
+    if (rc < 0) {
+        say_failure(r, slot, "loading its checkpoint failed", err);
+        return rc;
+    }
+    fprintf(r->log, "crawld: cluster: slot %u taken over: %lld new rows from %s\n", slot,
+            (long long)rows, ckpt);
+    return 0;
+}
+
+static void loaded(void *arg, uint32_t slot, const char *ckpt)
+{
+    (void)arg;
+    (void)slot;
+    unlink(ckpt); /* its record is gone: nobody loads it again */
+}
 
 static int is_local(void *arg, const char *host, size_t len, uint32_t *slot)
 {
@@ -193,7 +306,9 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
     node_opts o = {
         .member = { .redis = cfg->cluster.redis, .crawl_id = cfg->cluster.crawl_id,
                     .node_id = r->node_id, .slots = (uint32_t)cfg->cluster.slots,
-                    .lease_ms = cfg->cluster.lease_ms, .grace_ms = cfg->cluster.grace_ms },
+                    .lease_ms = cfg->cluster.lease_ms, .grace_ms = cfg->cluster.grace_ms,
+                    .handover = handover, .released = released, .load = load,
+                    .loaded = loaded, .hook_arg = r },
         .outbox = r->ob, .apply = apply, .apply_arg = r,
         .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,
     };

@@ -129,6 +129,10 @@ struct crawl {
     links_opts lopts;
     url_canon *uc;              /* the scheduler's and the API's (under api_lock) */
     pthread_mutex_t api_lock;
+    /* cluster: a checkpoint's import and a Bloom snapshot exclude each
+     * other, so no snapshot's mark covers imported rows before their keys
+     * are in the filter (taken before any db call, never inside another) */
+    pthread_mutex_t slot_mu;
     tctx *threads;
     unsigned nthreads;
     char snap_path[4096];
@@ -1109,6 +1113,7 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     c->started_ms = mono_ms();
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->api_lock, NULL);
+    pthread_mutex_init(&c->slot_mu, NULL);
     pthread_cond_init(&c->wake, NULL);
     char msg[512];
     db_opts dbo;
@@ -1309,7 +1314,13 @@ void crawl_resume(crawl *c)
 static void snapshot(crawl *c)
 {
     char err[512];
-    if (verifier_snapshot(c->s, c->d, c->snap_path, err, sizeof err) < 0 && c->log)
+    bool cl = c->cl.ob != NULL; /* a single node imports nothing */
+    if (cl)
+        pthread_mutex_lock(&c->slot_mu);
+    int rc = verifier_snapshot(c->s, c->d, c->snap_path, err, sizeof err);
+    if (cl)
+        pthread_mutex_unlock(&c->slot_mu);
+    if (rc < 0 && c->log)
         fprintf(c->log, "crawld: snapshot: %s\n", err);
 }
 
@@ -1572,6 +1583,141 @@ void crawl_end_cluster(crawl *c)
 {
     atomic_store(&c->cl_end, true);
     nudge(c);
+}
+
+/* The frontier's hosts that pick accepts (for busy and drop). */
+typedef struct slot_hosts {
+    db_host_pick_fn pick;
+    void *arg;
+    char **v;
+    size_t n, cap;
+    bool busy, oom;
+} slot_hosts;
+
+static int slot_host_cb(void *ud, const frontier_host_stats *hs)
+{
+    slot_hosts *sh = ud;
+    if (!sh->pick(sh->arg, hs->host, strlen(hs->host)))
+        return 0;
+    sh->busy |= hs->in_flight > 0 || hs->robots_state == FRONTIER_ROBOTS_FETCHING;
+    if (sh->n == sh->cap) {
+        size_t cap = sh->cap ? 2 * sh->cap : 16;
+        char **v = cr_realloc(sh->v, cap * sizeof *v);
+        if (v == NULL) {
+            sh->oom = true;
+            return 1;
+        }
+        sh->v = v;
+        sh->cap = cap;
+    }
+    sh->v[sh->n] = cr_strdup(hs->host);
+    sh->oom |= sh->v[sh->n] == NULL;
+    sh->n += sh->v[sh->n] != NULL;
+    return sh->oom;
+}
+
+static void slot_hosts_release(slot_hosts *sh)
+{
+    for (size_t i = 0; i < sh->n; i++)
+        cr_free(sh->v[i]);
+    cr_free(sh->v);
+}
+
+int crawl_slot_busy(crawl *c, db_host_pick_fn pick, void *arg)
+{
+    slot_hosts sh = { .pick = pick, .arg = arg };
+    frontier_foreach_host(c->fr, slot_host_cb, &sh);
+    slot_hosts_release(&sh);
+    return sh.busy || sh.oom;
+}
+
+int crawl_slot_export(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
+                      int64_t *rows, char *err, size_t errlen)
+{
+    *rows = 0;
+    if (db_flush(c->d) < 0) {
+        snprintf(err, errlen, "the store could not commit what it holds");
+        return -EIO;
+    }
+    return db_slot_export(c->d, path, c->cfg->cluster.crawl_id, pick, arg, rows, err, errlen);
+}
+
+int crawl_slot_drop(crawl *c, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
+                    size_t errlen)
+{
+    slot_hosts sh = { .pick = pick, .arg = arg };
+    int rc = 0;
+    *rows = 0;
+    frontier_foreach_host(c->fr, slot_host_cb, &sh);
+    if (sh.oom) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    }
+    for (size_t i = 0; i < sh.n && rc == 0; i++)
+        if (frontier_forget_host(c->fr, sh.v[i]) == -EBUSY) {
+            snprintf(err, errlen, "%s has a fetch in flight", sh.v[i]);
+            rc = -EBUSY;
+        }
+    slot_hosts_release(&sh);
+    if (rc == 0)
+        rc = db_slot_drop(c->d, pick, arg, rows, err, errlen);
+    atomic_fetch_add(&c->activity, 1); /* see crawl_quiet */
+    nudge(c);
+    return rc;
+}
+
+typedef struct slot_load {
+    crawl *c;
+    db_host_pick_fn pick;
+    void *arg;
+    int rc;
+} slot_load;
+
+static int slot_key_cb(void *ud, int64_t id, const char *url, size_t url_len)
+{
+    (void)id;
+    seen_add_known(((slot_load *)ud)->c->s, url, url_len);
+    return 0;
+}
+
+static int slot_wake_cb(void *ud, const char *host, size_t host_len,
+                        const int64_t counts[DB_STATE_COUNT])
+{
+    slot_load *sl = ud;
+    char name[DB_HOST_MAX + 1];
+    if (counts[DB_STATE_QUEUED] == 0 || host_len > DB_HOST_MAX || !sl->pick(sl->arg, host, host_len))
+        return 0;
+    memcpy(name, host, host_len);
+    name[host_len] = '\0';
+    sl->rc = frontier_wake_host(sl->c->fr, name);
+    return sl->rc < 0 ? sl->rc : 0;
+}
+
+int crawl_slot_import(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
+                      int64_t *rows, char *err, size_t errlen)
+{
+    int64_t mark = 0, n = -EIO;
+    slot_load sl = { c, pick, arg, 0 };
+    pthread_mutex_lock(&c->slot_mu);
+    int rc = db_slot_import(c->d, path, c->cfg->cluster.crawl_id, &mark, rows, err, errlen);
+    db_reader *rd = rc == 0 ? db_reader_open(c->d, err, errlen) : NULL;
+    /* the rows are committed: now the Bloom filter may vouch for them */
+    if (rd != NULL)
+        n = db_reader_scan_after(rd, mark, slot_key_cb, &sl);
+    pthread_mutex_unlock(&c->slot_mu);
+    if (rc < 0)
+        return rc;
+    if (n >= 0)
+        n = db_reader_host_counts(rd, NULL, slot_wake_cb, &sl);
+    db_reader_free(rd);
+    if (n < 0) {
+        snprintf(err, errlen, "reading the rows loaded from %s back failed (%lld)", path,
+                 (long long)n);
+        return (int)n;
+    }
+    atomic_fetch_add(&c->activity, 1); /* see crawl_quiet */
+    nudge(c);
+    return 0;
 }
 
 /* ---- figures ----------------------------------------------------------- */
@@ -1843,6 +1989,7 @@ int crawl_close(crawl *c)
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->api_lock);
+    pthread_mutex_destroy(&c->slot_mu);
     cr_free(c);
     return rc;
 }

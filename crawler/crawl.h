@@ -105,6 +105,27 @@ typedef struct crawl_link {
  * durable (and every new row is in the frontier), or -EIO. Any thread. */
 int crawl_admit_remote(crawl *c, const crawl_link *v, size_t n);
 
+/* Slot moves (crawler/clusterrun, issue 23): pick says whether a host is
+ * of the slot that moves. The gate must already refuse its hosts.
+ * crawl_slot_busy: 1 while a fetch of a picked host (robots.txt too) is in
+ * flight, else 0.
+ * crawl_slot_export: commits what is queued, then writes the picked rows
+ * to the checkpoint at path (db_slot_export). crawl_slot_drop: the frontier
+ * forgets the picked hosts, then their rows are deleted (-EBUSY: one had a
+ * fetch in flight; nothing deleted). crawl_slot_import: the checkpoint's
+ * rows this store lacks are inserted, their keys added to the Bloom filter
+ * and the picked hosts read again by the frontier. The Bloom filter
+ * cannot forget a dropped row's key: harmless, since a link to a host of a
+ * foreign slot is forwarded before any seen test. 0 with *rows, or < 0
+ * with err. Any thread but the scheduler's. OUT: rows */
+int crawl_slot_busy(crawl *c, db_host_pick_fn pick, void *arg);
+int crawl_slot_export(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
+                      int64_t *rows, char *err, size_t errlen);
+int crawl_slot_drop(crawl *c, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
+                    size_t errlen);
+int crawl_slot_import(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
+                      int64_t *rows, char *err, size_t errlen);
+
 /* true when this node has nothing to do: the scheduler saw the frontier
  * drained twice (nothing in flight) and nothing was pushed, dispatched or
  * forwarded since. *gen counts those events: equal gens in two quiet

@@ -1401,6 +1401,50 @@ void frontier_set_gate(frontier *f, frontier_gate_fn gate, void *arg, int64_t re
     pthread_mutex_unlock(&f->lock);
 }
 
+int frontier_forget_host(frontier *f, const char *host)
+{
+    int rc = 0;
+    pthread_mutex_lock(&f->lock);
+    fhost *h = host_find(f, host);
+    if (h != NULL && (h->in_flight > 0 || h->robots_fetching)) {
+        rc = -EBUSY;
+    } else if (h != NULL) {
+        while (h->q.n > 0) {
+            fentry e = fqueue_pop_back(&h->q);
+            idset_clear(&f->known, e.id);
+            entry_free(&e);
+            f->mem--;
+            rc++;
+        }
+        for (size_t i = 0; i < h->nretry; i++) {
+            idset_clear(&f->known, h->retry[i].id);
+            entry_free(&h->retry[i]);
+            f->mem--;
+            rc++;
+        }
+        h->nretry = 0;
+        h->more = false;
+        host_touch(f, h);
+    }
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+int frontier_wake_host(frontier *f, const char *host)
+{
+    int rc = 0;
+    pthread_mutex_lock(&f->lock);
+    fhost *h = host_get(f, host);
+    if (h == NULL) {
+        rc = -ENOMEM;
+    } else {
+        cursor_before(h, 0, 1); /* from the start: rows known already are skipped */
+        host_touch(f, h);
+    }
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
 void frontier_resume(frontier *f)
 {
     pthread_mutex_lock(&f->lock);

@@ -240,6 +240,16 @@ void frontier_resume(frontier *f);
 typedef int (*frontier_gate_fn)(void *arg, const char *host);
 void frontier_set_gate(frontier *f, frontier_gate_fn gate, void *arg, int64_t retry_ms);
 
+/* Cluster slot moves (issue 23). frontier_forget_host: host's slot moved
+ * to another node; its URLs in memory (queue and retries) are dropped and
+ * SQLite is no longer read for it (the caller deletes its rows). Returns
+ * the entries dropped, or -EBUSY (nothing changed) while a job of host is
+ * in flight. frontier_wake_host: rows of host were added to SQLite behind
+ * the frontier's back (a slot's checkpoint loaded here): read them from
+ * the start at the next refill. 0, or -ENOMEM. */
+int frontier_forget_host(frontier *f, const char *host);
+int frontier_wake_host(frontier *f, const char *host);
+
 typedef struct frontier_stats {
     int64_t mem_entries;      /* URLs held in memory (queues and retries) */
     int64_t mem_peak;         /* the most ever held */

@@ -30,6 +30,7 @@
 #include "storage/db.h"
 
 #include "common/alloc.h"
+#include "common/atomic_file.h"
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -2868,4 +2869,279 @@ const char *db_state_name(int state)
         [DB_STATE_SEEN_ONLY] = "seen_only", [DB_STATE_EXCLUDED] = "excluded",
     };
     return state >= 0 && state < DB_STATE_COUNT ? names[state] : "?";
+}
+
+/* ---- cluster slot moves ----
+ * A slot's rows travel between two nodes' stores as a small SQLite file
+ * (meta: the crawl id; urls: the rows as they are). Each call runs on a
+ * connection of its own, beside the writer's (WAL: the export reads a
+ * snapshot; import and drop take the write lock between two of the
+ * writer's batches, which waits BUSY_MS at most), and moves the writer's
+ * per-state counts by what it changed. */
+
+/* Every urls column but id, in one order for the copy. */
+#define SLOT_COLS                                                                        \
+    "url, host, depth, parent, kind, state, discovered_at, fetched_at, http_status,"     \
+    " bytes, fetch_ms, attempts, error, content_type, fetch_url, hops, next_at,"         \
+    " interval_s, etag, last_modified, digest, size, warc_id, warc_date, warc_uri,"      \
+    " gone, fetches, changes, last_linked, fp"
+/* The same, as the import writes them: no parent, in flight queued again. */
+#define SLOT_COLS_IN                                                                     \
+    "url, host, depth, 0, kind, CASE state WHEN 1 THEN 0 ELSE state END,"                \
+    " discovered_at, fetched_at, http_status, bytes, fetch_ms, attempts, error,"         \
+    " content_type, fetch_url, hops, next_at, interval_s, etag, last_modified, digest,"  \
+    " size, warc_id, warc_date, warc_uri, gone, fetches, changes, last_linked, fp"
+#define SLOT_NEW "NOT EXISTS (SELECT 1 FROM main.urls u WHERE u.fp = c.fp AND u.url = c.url)"
+
+typedef struct slot_pick {
+    db_host_pick_fn fn;
+    void *arg;
+} slot_pick;
+
+/* crawld_pick(host) in SQL: the caller's pick. */
+static void sql_pick(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    slot_pick *p = sqlite3_user_data(cx);
+    const char *h = (const char *)sqlite3_value_text(argv[0]);
+    (void)argc;
+    sqlite3_result_int(cx, h != NULL && p->fn(p->arg, h, (size_t)sqlite3_value_bytes(argv[0])));
+}
+
+static int slot_conn(db *d, slot_pick *pick, sqlite3 **out, char *err, size_t errlen)
+{
+    /* CREATE: an attached checkpoint is made with the main file's flags */
+    int rc = open_conn(d->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, out, err, errlen);
+    if (rc == 0 && pick != NULL &&
+        sqlite3_create_function(*out, "crawld_pick", 1, SQLITE_UTF8, pick, sql_pick, NULL,
+                                NULL) != SQLITE_OK) {
+        cr_errf(err, errlen, "%s: out of memory", d->path);
+        sqlite3_close(*out);
+        *out = NULL;
+        rc = -ENOMEM;
+    }
+    return rc;
+}
+
+/* Runs sql with text ?1 (may be NULL: none) and ?2 and one int64 result
+ * column read into *out (may be NULL). */
+static int slot_step(sqlite3 *c, const char *sql, const char *t1, const char *t2, int64_t *out)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(c, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK && t1 != NULL)
+        rc = sqlite3_bind_text(s, 1, t1, -1, SQLITE_TRANSIENT);
+    if (rc == SQLITE_OK && t2 != NULL)
+        rc = sqlite3_bind_text(s, 2, t2, -1, SQLITE_TRANSIENT);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (out != NULL)
+            *out = sqlite3_column_int64(s, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Per-state counts of what sql (state, count) selects, into v. */
+static int slot_counts(sqlite3 *c, const char *sql, int64_t v[DB_STATE_COUNT])
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(c, sql, -1, &s, NULL);
+    memset(v, 0, sizeof(int64_t) * DB_STATE_COUNT);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t st = sqlite3_column_int64(s, 0);
+        if (st >= 0 && st < DB_STATE_COUNT)
+            v[st] += sqlite3_column_int64(s, 1);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static void slot_count_add(db *d, const int64_t v[DB_STATE_COUNT], int sign)
+{
+    pthread_mutex_lock(&d->mu);
+    for (int st = 0; st < DB_STATE_COUNT; st++)
+        d->counts[st] += sign * v[st];
+    pthread_mutex_unlock(&d->mu);
+}
+
+static int fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn pick, void *arg,
+                   int64_t *rows, char *err, size_t errlen)
+{
+    char tmp[4200], dir[4200];
+    slot_pick p = { pick, arg };
+    sqlite3 *c = NULL;
+    int rc, step = SQLITE_OK;
+    const char *what = "opening the store";
+
+    *rows = 0;
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        cr_errf(err, errlen, "%s: path too long", path);
+        return -ENAMETOOLONG;
+    }
+    unlink(tmp);
+    rc = slot_conn(d, &p, &c, err, errlen);
+    if (rc < 0)
+        return rc;
+    what = "creating the checkpoint";
+    step = slot_step(c, "ATTACH ?1 AS ck", tmp, NULL, NULL);
+    if (step == SQLITE_OK)
+        step = sqlite3_exec(c, "PRAGMA ck.journal_mode = DELETE; BEGIN;"
+                               "CREATE TABLE ck.meta(key TEXT PRIMARY KEY, value);"
+                               "CREATE TABLE ck.urls AS SELECT id, " SLOT_COLS
+                               " FROM main.urls WHERE 0", NULL, NULL, NULL);
+    if (step == SQLITE_OK)
+        step = slot_step(c, "INSERT INTO ck.meta VALUES('crawl_id', ?1), ('kind', ?2)",
+                         crawl, "slot checkpoint", NULL);
+    what = "copying the slot's rows";
+    if (step == SQLITE_OK)
+        step = sqlite3_exec(c, "INSERT INTO ck.urls SELECT id, " SLOT_COLS " FROM main.urls"
+                               " WHERE crawld_pick(host)", NULL, NULL, NULL);
+    if (step == SQLITE_OK)
+        *rows = sqlite3_changes(c);
+#ifdef CRAWLD_FAULT_HOOKS
+    if (step == SQLITE_OK && getenv("CRAWLD_FAULT_SLOT_EXPORT") != NULL)
+        step = SQLITE_FULL; /* a shared folder that fills up during the copy */
+#endif
+    if (step == SQLITE_OK)
+        step = sqlite3_exec(c, "COMMIT", NULL, NULL, NULL);
+    if (step != SQLITE_OK) {
+        sql_msg(err, errlen, tmp, what, c, step);
+        rc = sql_errno(step);
+        sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+    }
+    sqlite3_exec(c, "DETACH ck", NULL, NULL, NULL);
+    sqlite3_close(c);
+    if (rc == 0 && (rc = fsync_path(tmp)) < 0)
+        cr_errf(err, errlen, "%s: cannot sync it (%s)", tmp, strerror(-rc));
+    if (rc == 0 && rename(tmp, path) < 0) {
+        rc = -errno;
+        cr_errf(err, errlen, "cannot rename %s to %s (%s)", tmp, path, strerror(-rc));
+    }
+    if (rc == 0) {
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash != NULL)
+            *slash = '\0';
+        rc = cr_fsync_dir(slash != NULL ? (dir[0] ? dir : "/") : ".");
+        if (rc < 0)
+            cr_errf(err, errlen, "cannot sync the folder of %s (%s)", path, strerror(-rc));
+    }
+    if (rc < 0) {
+        unlink(tmp);
+        *rows = 0;
+    }
+    return rc;
+}
+
+int db_slot_import(db *d, const char *path, const char *crawl, int64_t *mark, int64_t *rows,
+                   char *err, size_t errlen)
+{
+    sqlite3 *c = NULL;
+    int64_t add[DB_STATE_COUNT];
+    char owner[256] = "";
+    int step;
+    const char *what = "reading the checkpoint";
+
+    *mark = 0;
+    *rows = 0;
+    if (access(path, R_OK) < 0) {
+        int e = errno;
+        cr_errf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    int rc = slot_conn(d, NULL, &c, err, errlen);
+    if (rc < 0)
+        return rc;
+    step = slot_step(c, "ATTACH ?1 AS ck", path, NULL, NULL);
+    if (step == SQLITE_OK) {
+        sqlite3_stmt *s = NULL;
+        step = sqlite3_prepare_v2(c, "SELECT value FROM ck.meta WHERE key = 'crawl_id'", -1, &s,
+                                  NULL);
+        if (step == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+            snprintf(owner, sizeof owner, "%s", (const char *)sqlite3_column_text(s, 0));
+        sqlite3_finalize(s);
+    }
+    if (step == SQLITE_OK && strcmp(owner, crawl) != 0) {
+        cr_errf(err, errlen, "%s is not a checkpoint of crawl %s (it says \"%s\"): refused",
+                path, crawl, owner);
+        rc = -EBADMSG;
+        goto out;
+    }
+    what = "importing the slot's rows";
+    if (step == SQLITE_OK)
+        step = sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (step == SQLITE_OK)
+        step = slot_step(c, "SELECT coalesce(max(id), 0) FROM main.urls", NULL, NULL, mark);
+    if (step == SQLITE_OK)
+        step = slot_counts(c, "SELECT CASE state WHEN 1 THEN 0 ELSE state END, count(*)"
+                              " FROM ck.urls c WHERE " SLOT_NEW " GROUP BY 1", add);
+    if (step == SQLITE_OK)
+        step = sqlite3_exec(c, "INSERT INTO main.urls(" SLOT_COLS ") SELECT " SLOT_COLS_IN
+                               " FROM ck.urls c WHERE " SLOT_NEW " ORDER BY c.id", NULL, NULL,
+                            NULL);
+    if (step == SQLITE_OK)
+        *rows = sqlite3_changes(c);
+#ifdef CRAWLD_FAULT_HOOKS
+    if (step == SQLITE_OK && getenv("CRAWLD_FAULT_SLOT_IMPORT") != NULL)
+        step = SQLITE_FULL; /* the new owner's disk fills up during the import */
+#endif
+    if (step == SQLITE_OK)
+        step = sqlite3_exec(c, "COMMIT", NULL, NULL, NULL);
+    if (step == SQLITE_OK)
+        slot_count_add(d, add, 1);
+out:
+    if (step != SQLITE_OK) {
+        sql_msg(err, errlen, path, what, c, step);
+        rc = sql_errno(step);
+        sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+    }
+    if (rc < 0)
+        *rows = 0;
+    sqlite3_exec(c, "DETACH ck", NULL, NULL, NULL);
+    sqlite3_close(c);
+    return rc;
+}
+
+int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
+                 size_t errlen)
+{
+    slot_pick p = { pick, arg };
+    sqlite3 *c = NULL;
+    int64_t gone[DB_STATE_COUNT];
+
+    *rows = 0;
+    int rc = slot_conn(d, &p, &c, err, errlen);
+    if (rc < 0)
+        return rc;
+    int step = sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (step == SQLITE_OK)
+        step = slot_counts(c, "SELECT state, count(*) FROM urls WHERE crawld_pick(host)"
+                              " GROUP BY state", gone);
+    if (step == SQLITE_OK)
+        step = sqlite3_exec(c, "DELETE FROM urls WHERE crawld_pick(host)", NULL, NULL, NULL);
+    if (step == SQLITE_OK)
+        *rows = sqlite3_changes(c);
+    if (step == SQLITE_OK)
+        step = sqlite3_exec(c, "COMMIT", NULL, NULL, NULL);
+    if (step == SQLITE_OK) {
+        slot_count_add(d, gone, -1);
+    } else {
+        sql_msg(err, errlen, d->path, "dropping a slot's rows", c, step);
+        rc = sql_errno(step);
+        sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+        *rows = 0;
+    }
+    sqlite3_close(c);
+    return rc;
 }

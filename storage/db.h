@@ -493,4 +493,29 @@ int64_t db_reader_host_stats(db_reader *rd, size_t max, int64_t *total, db_hosts
  * sound, -EBADMSG with the first problem in msg, other < 0 on error. OUT: msg */
 int db_reader_check(db_reader *rd, int quick, char *msg, size_t len);
 
+/* ---- cluster slot moves (issue 23) ---- */
+
+/* Picks the rows of a slot by host: 1 for a host of the slot, else 0. */
+typedef int (*db_host_pick_fn)(void *arg, const char *host, size_t host_len);
+
+/* Writes every urls row whose host pick accepts (done, queued, failed,
+ * excluded: with their fetch history) and crawl (the shared crawl's
+ * name, which db_slot_import checks) to a fresh SQLite
+ * file at path: built as path.tmp, synced, renamed over path, its folder
+ * synced. Reads committed rows on its own connection: db_flush first. 0
+ * with *rows, or < 0 with err (path.tmp removed). OUT: rows */
+int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn pick, void *arg,
+                   int64_t *rows, char *err, size_t errlen);
+/* Inserts, in one transaction on its own connection, the rows of a file
+ * db_slot_export wrote for crawl that this store lacks (the seen
+ * test: fp and url), with new ids after *mark (the largest id before), no
+ * parent, in flight made queued. Refuses a file of another crawl. 0 with
+ * *mark and *rows, or < 0 with err. OUT: mark, rows */
+int db_slot_import(db *d, const char *path, const char *crawl, int64_t *mark, int64_t *rows,
+                   char *err, size_t errlen);
+/* Deletes every row whose host pick accepts, in one transaction (the slot
+ * moved away; the caller's frontier forgot its hosts first). OUT: rows */
+int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
+                 size_t errlen);
+
 #endif

@@ -24,6 +24,8 @@
 #include "cluster/slotmap.h"
 #include "common/clock.h"
 #include "config/config.h"
+#include "frontier/frontier.h"
+#include "storage/db.h"
 #include "tests/support/proc.h"
 #include "tests/support/redisd.h"
 
@@ -771,6 +773,7 @@ static void cluster_status_shows_nodes_map_and_streams(void **state)
     assert_int_equal(pending, 2);
     assert_int_equal(lag, 1);
     assert_non_null(strstr(o, "streams: 3 entries, 2 pending\n"));
+    assert_non_null(strstr(o, "in transit: 0 slots\n"));
     /* an unknown crawl and an unreachable Redis are errors that say so */
     cr_buf_clear(&err);
     rc = proc_crawld((const char *const[]){ "cluster", "status", "--redis", redisd_addr(d),
@@ -925,6 +928,31 @@ static void quiet_waits_for_every_stream_entry_to_be_acked(void **state)
     stop_redis(d);
 }
 
+/* A slot handed over whose checkpoint nobody has loaded yet (in
+ * P"ckpts") holds rows no frontier has: no end until it is loaded. */
+static void quiet_waits_for_a_slot_in_transit(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 2000);
+    sadd(c, "crawld:w:members", "a");
+    sadd(c, "crawld:w:members", "b");
+    sadd(c, "crawld:w:ckpts", "3");
+    quiet *a = quiet_for(d, "w", "a", 8), *b = quiet_for(d, "w", "b", 8);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(round_of(a, b, 1, 1, 1), 0);
+    redis_reply *r = NULL;
+    assert_int_equal(redis_cmd(c, &r, "SREM", "crawld:w:ckpts", "3", NULL), 0);
+    redis_reply_free(r);
+    assert_int_equal(round_of(a, b, 1, 1, 2), 0); /* the loader's count moved */
+    assert_int_equal(round_of(a, b, 1, 1, 2), 1);
+    quiet_free(a);
+    quiet_free(b);
+    redis_free(c);
+    stop_redis(d);
+}
+
 /* A node whose lease ran out keeps its slots in the map for grace_ms. */
 static void a_crashed_node_keeps_its_slots_within_the_grace(void **state)
 {
@@ -981,6 +1009,531 @@ static void a_crashed_node_keeps_its_slots_within_the_grace(void **state)
     stop_redis(d);
 }
 
+/* ---- moving a slot ------------------------------------------------------- */
+
+/* A server and a connection to it, for the tests below. */
+static redis_conn *redis_with_conn(redisd **d)
+{
+    *d = start_redis();
+    assert_non_null(*d);
+    return connect_to(*d, 2000);
+}
+
+/* The node side of a hand-over, faked: checkpoints are names only. While
+ * fail is set, handover (the export) or load (the import) fails. */
+typedef struct fake_side {
+    const char *name;       /* in the checkpoints' names */
+    int fail;
+    int handovers, releases, loads, loaded;
+    char bad[256];          /* a load of a path this side did not expect */
+    char last[256];         /* the last checkpoint loaded */
+} fake_side;
+
+static int fake_handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
+{
+    fake_side *f = arg;
+    if (f->fail)
+        return -1;
+    snprintf(ckpt, cap, "/shared/%s-slot%u.db", f->name, slot);
+    f->handovers++;
+    return 1;
+}
+
+static void fake_released(void *arg, uint32_t slot)
+{
+    (void)slot;
+    ((fake_side *)arg)->releases++;
+}
+
+static int fake_load(void *arg, uint32_t slot, const char *ckpt)
+{
+    fake_side *f = arg;
+    char want[64];
+    snprintf(want, sizeof want, "-slot%u.db", slot);
+    size_t n = strlen(ckpt), w = strlen(want);
+    if (n < w || strcmp(ckpt + n - w, want) != 0)
+        snprintf(f->bad, sizeof f->bad, "slot %u loaded %s", slot, ckpt);
+    if (f->fail)
+        return -1;
+    snprintf(f->last, sizeof f->last, "%s", ckpt);
+    f->loads++;
+    return 0;
+}
+
+static void fake_loaded(void *arg, uint32_t slot, const char *ckpt)
+{
+    (void)slot;
+    (void)ckpt;
+    ((fake_side *)arg)->loaded++;
+}
+
+static member *join_with(const redisd *d, const char *id, uint32_t slots, fake_side *f)
+{
+    member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = id,
+                      .slots = slots, .lease_ms = 5000, .handover = fake_handover,
+                      .released = fake_released, .load = fake_load, .loaded = fake_loaded,
+                      .hook_arg = f };
+    member *m = NULL;
+    char err[256];
+    if (member_open(&o, &m, err, sizeof err) < 0)
+        fail_msg("member_open %s: %s", id, err);
+    return m;
+}
+
+static void tick_all(member **m, size_t n, int rounds)
+{
+    for (int r = 0; r < rounds; r++) {
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(member_tick(m[i], cr_mono_ms()), 0);
+        nap_ms(2);
+    }
+}
+
+static long long hash_exists(redis_conn *c, const char *k)
+{
+    redis_reply *r = NULL;
+    assert_int_equal(redis_cmd(c, &r, "EXISTS", k, NULL), 0);
+    long long v = redis_reply_int(r);
+    redis_reply_free(r);
+    return v;
+}
+
+/* node-a holds every slot, then node-b joins: 40 rounds of both. */
+static void a_then_b(const redisd *d, uint32_t slots, fake_side *fa, fake_side *fb, member **m)
+{
+    const char *names[1] = { "node-a" };
+    m[0] = join_with(d, "node-a", slots, fa);
+    assert_int_equal(settle(m, names, 1, slots), 0);
+    m[1] = join_with(d, "node-b", slots, fb);
+    tick_all(m, 2, 40);
+}
+
+/* The lease key of slot s names id. */
+static void lease_names(redis_conn *c, uint32_t s, const char *id)
+{
+    char k[64];
+    snprintf(k, sizeof k, "crawld:t:slot:%u", s);
+    char *v = get_str(c, k);
+    assert_non_null(v);
+    assert_string_equal(v, id);
+    free(v);
+}
+
+static void free_two(member **m, redis_conn *c, redisd *d)
+{
+    for (int i = 0; i < 2; i++)
+        member_free(m[i]);
+    redis_free(c);
+    stop_redis(d);
+}
+
+/* b joins a's crawl; with a's export failing, every slot the map gives b
+ * stays a's (lease kept, neither fetched nor local there, nothing taken by
+ * b); once it succeeds, each moves with its checkpoint, loaded once. */
+static void export_fails_the_old_owner_keeps_the_slot(void **state)
+{
+    (void)state;
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
+    const uint32_t slots = 16;
+    const char *names[2] = { "node-a", "node-b" };
+    fake_side fa = { .name = "a", .fail = 1 }, fb = { .name = "b" };
+    member *m[2];
+    a_then_b(d, slots, &fa, &fb, m);
+    uint32_t owner[16];
+    slotmap_assign(names, 2, slots, owner);
+    int64_t now = cr_mono_ms();
+    int moving = 0;
+    for (uint32_t s = 0; s < slots; s++) {
+        lease_names(c, s, names[0]); /* a keeps every lease */
+        assert_false(member_may_fetch(m[1], s, now));
+        if (owner[s] == 1) {
+            moving++;
+            assert_false(member_may_fetch(m[0], s, now)); /* kept, not fetched */
+            assert_false(member_is_local(m[0], s));
+        } else {
+            assert_true(member_may_fetch(m[0], s, now));
+            assert_true(member_is_local(m[0], s));
+        }
+    }
+    assert_true(moving > 0);
+    assert_int_equal(fa.releases, 0);
+    assert_int_equal(fb.loads, 0);
+    fa.fail = 0;
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    assert_int_equal(fa.handovers, moving);
+    assert_int_equal(fa.releases, moving);
+    assert_int_equal(fb.loads, moving);
+    assert_int_equal(fb.loaded, moving);
+    assert_string_equal(fb.bad, "");
+    for (uint32_t s = 0; s < slots; s++) {
+        char k[64];
+        snprintf(k, sizeof k, "crawld:t:ckpt:%u", s);
+        assert_int_equal(hash_exists(c, k), 0); /* loaded: the record is gone */
+        assert_int_equal(hash_exists(c, "crawld:t:ckpts"), 0); /* nothing in transit */
+        assert_int_equal(member_is_local(m[owner[s]], s), 1);
+    }
+    member_info in;
+    member_get_info(m[0], &in);
+    assert_int_equal(in.handed_over, (uint64_t)moving);
+    free_two(m, c, d);
+}
+
+/* With b's import failing, b holds the slots it took but fetches and
+ * admits none of them, and their records stay; once it loads, it does. */
+static void import_fails_the_new_owner_does_not_fetch(void **state)
+{
+    (void)state;
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
+    const uint32_t slots = 16;
+    const char *names[2] = { "node-a", "node-b" };
+    fake_side fa = { .name = "a" }, fb = { .name = "b", .fail = 1 };
+    member *m[2];
+    a_then_b(d, slots, &fa, &fb, m);
+    uint32_t owner[16];
+    slotmap_assign(names, 2, slots, owner);
+    int64_t now = cr_mono_ms();
+    uint32_t moving = 0;
+    for (uint32_t s = 0; s < slots; s++) {
+        if (owner[s] != 1)
+            continue;
+        moving++;
+        lease_names(c, s, names[1]); /* handed over and taken ... */
+        assert_false(member_may_fetch(m[1], s, now)); /* ... but not fetched */
+        assert_false(member_is_local(m[1], s));
+        assert_false(member_may_fetch(m[0], s, now));
+        char k[64];
+        snprintf(k, sizeof k, "crawld:t:ckpt:%u", s);
+        assert_int_equal(hash_exists(c, k), 1);
+    }
+    assert_int_equal(hash_exists(c, "crawld:t:ckpts"), 1); /* in transit */
+    assert_true(moving > 0);
+    member_info in;
+    member_get_info(m[1], &in);
+    assert_int_equal(in.unloaded, moving);
+    assert_int_equal(fb.loads, 0);
+    fb.fail = 0;
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    assert_int_equal(fb.loads, (int)moving);
+    member_get_info(m[1], &in);
+    assert_int_equal(in.unloaded, 0);
+    assert_int_equal(in.loads, moving);
+    free_two(m, c, d);
+}
+
+/* b took slots whose checkpoint it could not load, then departs: it hands
+ * nothing of its own over (it has no rows of them) and leaves the record
+ * naming a's checkpoint, which a loads when it takes them back. */
+static void a_slot_never_loaded_passes_its_checkpoint_on(void **state)
+{
+    (void)state;
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
+    const uint32_t slots = 16;
+    fake_side fa = { .name = "a" }, fb = { .name = "b", .fail = 1 };
+    member *m[2];
+    a_then_b(d, slots, &fa, &fb, m);
+    member_info in;
+    member_get_info(m[1], &in);
+    assert_true(in.unloaded > 0);
+    int moved = fa.handovers;
+    assert_int_equal(member_depart(m[1]), 0);
+    int all = 0;
+    for (int round = 0; round < 400 && !all; round++) {
+        tick_all(m, 2, 1);
+        all = 1;
+        for (uint32_t s = 0; s < slots; s++)
+            all &= member_may_fetch(m[0], s, cr_mono_ms());
+    }
+    assert_true(all);
+    assert_int_equal(fb.handovers, 0);
+    assert_int_equal(fb.releases, 0);
+    assert_int_equal(fa.loads, moved); /* a's own checkpoints, back */
+    assert_non_null(strstr(fa.last, "/shared/a-slot"));
+    assert_string_equal(fa.bad, "");
+    free_two(m, c, d);
+}
+
+/* A departing node (SIGTERM) leaves the map at once but hands each slot
+ * over before its lease goes: the others load every one. */
+static void a_departing_node_hands_every_slot_over(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    const uint32_t slots = 16;
+    const char *names[2] = { "node-a", "node-b" };
+    fake_side fa = { .name = "a" }, fb = { .name = "b" };
+    member *m[2];
+    m[0] = join_with(d, names[0], slots, &fa);
+    m[1] = join_with(d, names[1], slots, &fb);
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    member_info in;
+    member_get_info(m[1], &in);
+    uint32_t had = in.held;
+    assert_true(had > 0);
+    int before = fa.loads;
+    assert_int_equal(member_depart(m[1]), 0);
+    for (uint32_t s = 0; s < slots; s++)
+        assert_false(member_may_fetch(m[1], s, cr_mono_ms()));
+    /* both tick: b renews only its slot leases, until each is handed over */
+    int round = 0, all = 0;
+    for (; round < 400 && !all; round++) {
+        tick_all(m, 2, 1);
+        all = 1;
+        for (uint32_t s = 0; s < slots; s++)
+            all &= member_may_fetch(m[0], s, cr_mono_ms());
+    }
+    assert_true(all);
+    member_get_info(m[1], &in);
+    assert_int_equal(in.held, 0);
+    assert_int_equal(in.handed_over, had);
+    assert_int_equal(fa.loads - before, (int)had);
+    for (int i = 0; i < 2; i++)
+        member_free(m[i]);
+    stop_redis(d);
+}
+
+/* ---- a slot's rows: export, import, drop ----------------------------------- */
+
+static int pick_odd(void *arg, const char *host, size_t len)
+{
+    (void)arg;
+    return len > 1 && (host[1] - '0') % 2 == 1; /* "h1", "h3", ... */
+}
+
+static db *open_store(const char *dir)
+{
+    char err[512];
+    db *d = db_open(dir, NULL, err, sizeof err);
+    if (d == NULL)
+        fail_msg("db_open(%s): %s", dir, err);
+    return d;
+}
+
+/* Rows of hosts h0..h5, two URLs each; each host's first URL done. */
+static void fill_store(db *d)
+{
+    for (int h = 0; h < 6; h++) {
+        for (int i = 0; i < 2; i++) {
+            char url[64], host[8];
+            snprintf(host, sizeof host, "h%d", h);
+            snprintf(url, sizeof url, "http://h%d/p%d", h, i);
+            db_url u = { .url = url, .host = host, .depth = i, .kind = 0,
+                         .state = DB_STATE_QUEUED };
+            int64_t id = 0;
+            assert_int_equal(db_insert_url_wait(d, &u, &id), 1);
+            if (i == 0) {
+                db_outcome o = { .state = DB_STATE_DONE, .http_status = 200, .bytes = 10,
+                                 .attempts = 1 };
+                assert_int_equal(db_record_outcome(d, id, &o), 0);
+            }
+        }
+    }
+    assert_int_equal(db_flush(d), 0);
+}
+
+static int has_url(db *d, const char *url)
+{
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    int rc = db_reader_exists(rd, url, strlen(url), NULL);
+    db_reader_free(rd);
+    return rc;
+}
+
+/* Two stores in a temp folder: a filled (fill_store), b empty. */
+typedef struct two_stores {
+    char dir[64];
+    db *a, *b;
+} two_stores;
+
+static void two_stores_open(two_stores *t, const char *name)
+{
+    char a_dir[96], b_dir[96];
+    snprintf(t->dir, sizeof t->dir, "/tmp/crawld-test-%s-XXXXXX", name);
+    assert_non_null(mkdtemp(t->dir));
+    snprintf(a_dir, sizeof a_dir, "%s/a", t->dir);
+    snprintf(b_dir, sizeof b_dir, "%s/b", t->dir);
+    t->a = open_store(a_dir);
+    t->b = open_store(b_dir);
+    fill_store(t->a);
+}
+
+static void two_stores_close(two_stores *t)
+{
+    assert_int_equal(db_close(t->a), 0);
+    assert_int_equal(db_close(t->b), 0);
+    const char *argv[] = { "/bin/rm", "-rf", t->dir, NULL };
+    proc_run(argv, NULL, 0, NULL, NULL);
+}
+
+/* The picked hosts' rows travel, done and queued; the new owner keeps its
+ * own copy of a URL it had; the old owner's drop leaves the rest; both
+ * stores' counts follow. */
+static void slot_rows_export_import_drop(void **state)
+{
+    (void)state;
+    two_stores t;
+    two_stores_open(&t, "slotrows");
+    db *a = t.a, *b = t.b;
+    char ck[96];
+    snprintf(ck, sizeof ck, "%s/slot.db", t.dir);
+    db_url mine = { .url = "http://h1/p1", .host = "h1", .state = DB_STATE_QUEUED };
+    assert_int_equal(db_insert_url_wait(b, &mine, NULL), 1); /* b has one already */
+    char err[512];
+    int64_t rows = 0, mark = 0;
+    assert_int_equal(db_slot_export(a, ck, "crawl-x", pick_odd, NULL, &rows, err, sizeof err), 0);
+    assert_int_equal(rows, 6); /* h1, h3, h5: two each */
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%s.tmp", ck);
+    assert_int_equal(access(tmp, F_OK), -1);
+    assert_int_equal(db_slot_import(b, ck, "crawl-x", &mark, &rows, err, sizeof err), 0);
+    assert_int_equal(rows, 5);
+    assert_int_equal(mark, 1);
+    db_stats st;
+    db_get_stats(b, &st);
+    assert_int_equal(st.rows[DB_STATE_DONE], 3);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 3);
+    assert_int_equal(has_url(b, "http://h3/p0"), 1);
+    assert_int_equal(has_url(b, "http://h2/p0"), 0);
+    /* imported again: nothing new */
+    assert_int_equal(db_slot_import(b, ck, "crawl-x", &mark, &rows, err, sizeof err), 0);
+    assert_int_equal(rows, 0);
+    assert_int_equal(db_slot_drop(a, pick_odd, NULL, &rows, err, sizeof err), 0);
+    assert_int_equal(rows, 6);
+    db_get_stats(a, &st);
+    assert_int_equal(st.rows[DB_STATE_DONE], 3);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 3);
+    assert_int_equal(has_url(a, "http://h3/p0"), 0);
+    assert_int_equal(has_url(a, "http://h2/p1"), 1);
+    /* a checkpoint of another crawl is refused, a missing one too */
+    assert_int_equal(db_slot_import(b, ck, "crawl-y", &mark, &rows, err, sizeof err), -EBADMSG);
+    assert_non_null(strstr(err, "not a checkpoint of crawl crawl-y"));
+    snprintf(tmp, sizeof tmp, "%s/none.db", t.dir);
+    assert_int_equal(db_slot_import(b, tmp, "crawl-x", &mark, &rows, err, sizeof err), -ENOENT);
+    two_stores_close(&t);
+}
+
+/* An export that fails (a folder that is not there; a disk that fills up
+ * during the copy, by the faults build's hook) leaves no file behind and
+ * says why; an import that fails inserts nothing. */
+static void slot_export_and_import_failures_leave_nothing(void **state)
+{
+    (void)state;
+    two_stores t;
+    two_stores_open(&t, "slotfail");
+    db *a = t.a, *b = t.b;
+    char ck[96], tmp[128];
+    char err[512];
+    int64_t rows = 0, mark = 0;
+    snprintf(ck, sizeof ck, "%s/missing/slot.db", t.dir);
+    assert_true(db_slot_export(a, ck, "x", pick_odd, NULL, &rows, err, sizeof err) < 0);
+    assert_non_null(strstr(err, "missing"));
+    assert_int_equal(rows, 0);
+    snprintf(ck, sizeof ck, "%s/slot.db", t.dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", ck);
+    setenv("CRAWLD_FAULT_SLOT_EXPORT", "1", 1);
+    int rc = db_slot_export(a, ck, "x", pick_odd, NULL, &rows, err, sizeof err);
+    unsetenv("CRAWLD_FAULT_SLOT_EXPORT");
+    assert_int_equal(rc, -ENOSPC);
+    assert_non_null(strstr(err, "disk is full"));
+    assert_int_equal(access(ck, F_OK), -1);
+    assert_int_equal(access(tmp, F_OK), -1);
+    assert_int_equal(db_slot_export(a, ck, "x", pick_odd, NULL, &rows, err, sizeof err), 0);
+    setenv("CRAWLD_FAULT_SLOT_IMPORT", "1", 1);
+    rc = db_slot_import(b, ck, "x", &mark, &rows, err, sizeof err);
+    unsetenv("CRAWLD_FAULT_SLOT_IMPORT");
+    assert_int_equal(rc, -ENOSPC);
+    assert_int_equal(rows, 0);
+    db_stats st;
+    db_get_stats(b, &st);
+    assert_int_equal(st.rows[DB_STATE_DONE] + st.rows[DB_STATE_QUEUED], 0);
+    assert_int_equal(has_url(b, "http://h1/p0"), 0);
+    two_stores_close(&t);
+}
+
+/* The frontier forgets a slot's host (not while a job of it is in
+ * flight), and reads a host again whose rows were added behind its back. */
+static void frontier_forgets_and_wakes_a_slots_hosts(void **state)
+{
+    (void)state;
+    two_stores t;
+    two_stores_open(&t, "slotfront");
+    frontier_opts o;
+    frontier_opts_defaults(&o);
+    o.obey_robots = false;
+    o.delay_ms = 0;
+    o.delay_factor = 0;
+    char err[512];
+    frontier *fa = frontier_new(&o, t.a, err, sizeof err);
+    frontier *fb = frontier_new(&o, t.b, err, sizeof err);
+    assert_non_null(fa);
+    assert_non_null(fb);
+    frontier_job j;
+    int64_t wake;
+    /* a: h1's queued row is handed out; forgetting h1 waits for it */
+    int got = 0;
+    for (int i = 0; i < 6 && !got; i++) {
+        assert_int_equal(frontier_next(fa, 1000, &j, &wake), FRONTIER_JOB);
+        got = strcmp(j.host, "h1") == 0;
+        if (!got)
+            assert_int_equal(frontier_return(fa, &j), 0);
+    }
+    assert_true(got);
+    assert_int_equal(frontier_forget_host(fa, "h1"), -EBUSY);
+    assert_int_equal(frontier_return(fa, &j), 0);
+    assert_true(frontier_forget_host(fa, "h1") >= 0);
+    assert_true(frontier_forget_host(fa, "h3") >= 0); /* in memory or still in SQLite */
+    assert_true(frontier_forget_host(fa, "h5") >= 0);
+    /* the other hosts' URLs only */
+    int n = 0;
+    while (frontier_next(fa, 1000, &j, &wake) == FRONTIER_JOB) {
+        assert_true(strcmp(j.host, "h1") && strcmp(j.host, "h3") && strcmp(j.host, "h5"));
+        frontier_outcome out = { .status = 200, .response_ms = 1, .retry_after_s = -1 };
+        frontier_done(fa, &j, &out, 1000);
+        n++;
+    }
+    assert_int_equal(n, 3);
+    /* b: rows imported behind the frontier's back are read once woken */
+    char ck[96];
+    int64_t rows, mark;
+    snprintf(ck, sizeof ck, "%s/slot.db", t.dir);
+    assert_int_equal(db_slot_export(t.a, ck, "x", pick_odd, NULL, &rows, err, sizeof err), 0);
+    assert_int_equal(db_slot_import(t.b, ck, "x", &mark, &rows, err, sizeof err), 0);
+    assert_int_equal(frontier_next(fb, 1000, &j, &wake), FRONTIER_DRAINED);
+    for (int h = 1; h < 6; h += 2) {
+        char host[8];
+        snprintf(host, sizeof host, "h%d", h);
+        assert_int_equal(frontier_wake_host(fb, host), 0);
+    }
+    n = 0;
+    while (frontier_next(fb, 1000, &j, &wake) == FRONTIER_JOB) {
+        assert_non_null(strstr(j.url, "/p1")); /* the queued ones; p0 were done */
+        frontier_outcome out = { .status = 200, .response_ms = 1, .retry_after_s = -1 };
+        frontier_done(fb, &j, &out, 1000);
+        n++;
+    }
+    assert_int_equal(n, 3);
+    frontier_free(fa);
+    frontier_free(fb);
+    /* a robots.txt fetch in flight holds the host too */
+    o.obey_robots = true;
+    frontier *fr = frontier_new(&o, t.a, err, sizeof err);
+    assert_non_null(fr);
+    assert_int_equal(frontier_next(fr, 1000, &j, &wake), FRONTIER_JOB);
+    assert_true(j.is_robots);
+    char host[16];
+    snprintf(host, sizeof host, "%s", j.host);
+    assert_int_equal(frontier_forget_host(fr, host), -EBUSY);
+    assert_int_equal(frontier_return(fr, &j), 0);
+    assert_true(frontier_forget_host(fr, host) >= 0);
+    frontier_free(fr);
+    assert_int_equal(db_flush(t.a), 0);
+    two_stores_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1001,7 +1554,15 @@ int main(void)
         cmocka_unit_test_teardown(run_says_when_it_cannot_reach_redis, teardown),
         cmocka_unit_test_teardown(quiet_ends_after_two_rounds_with_nothing_in_between, teardown),
         cmocka_unit_test_teardown(quiet_waits_for_every_stream_entry_to_be_acked, teardown),
+        cmocka_unit_test_teardown(quiet_waits_for_a_slot_in_transit, teardown),
         cmocka_unit_test_teardown(a_crashed_node_keeps_its_slots_within_the_grace, teardown),
+        cmocka_unit_test_teardown(export_fails_the_old_owner_keeps_the_slot, teardown),
+        cmocka_unit_test_teardown(import_fails_the_new_owner_does_not_fetch, teardown),
+        cmocka_unit_test_teardown(a_slot_never_loaded_passes_its_checkpoint_on, teardown),
+        cmocka_unit_test_teardown(a_departing_node_hands_every_slot_over, teardown),
+        cmocka_unit_test_teardown(slot_rows_export_import_drop, teardown),
+        cmocka_unit_test_teardown(slot_export_and_import_failures_leave_nothing, teardown),
+        cmocka_unit_test_teardown(frontier_forgets_and_wakes_a_slots_hosts, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,20 +2,25 @@
  *
  * Every case goes through extract(), which parses the page whole, byte by
  * byte (up to 256 KiB) and in random chunk sizes, and asserts that all three
- * give the same links, stats, robots flags and base: chunking never changes
- * the result. Links are compared as text, one line each:
+ * give the same links, stats, robots flags, base and title: chunking never
+ * changes the result. Whole, it is parsed once more with the other
+ * keep_values (attribute values shortened or not), which must change
+ * nothing either (the "both ways" cases check the same on random and real
+ * pages). Links are compared as text, one line each:
  *     KIND CLASS[!] URL[ @BASE]
  * CLASS is N (navigation), R (requisite) or O (other); ! marks nofollow. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -45,6 +50,7 @@ typedef struct result {
     links_stats st;
     unsigned robots;
     char base[256];       /* links_base after finish, "" if none */
+    char title[LINKS_TITLE_MAX + 2]; /* links_title, "-" if none */
     int feed_rc;          /* the last non-zero links_feed return */
     int finish_rc;
 } result;
@@ -112,6 +118,12 @@ static void run(const char *html, size_t len, const char *ct, const links_opts *
     } else {
         assert_int_equal(blen, 0);
     }
+    size_t tlen;
+    const char *t = links_title(p, &tlen);
+    if (t != NULL)
+        memcpy(r->title, t, tlen + 1);
+    else
+        memcpy(r->title, "-", 2);
     links_free(p);
 }
 
@@ -134,7 +146,28 @@ static void same(const result *a, const result *b)
                         b->st.encoding ? b->st.encoding : "-");
     assert_int_equal(a->robots, b->robots);
     assert_string_equal(a->base, b->base);
+    assert_string_equal(a->title, b->title);
     assert_int_equal(a->feed_rc, b->feed_rc);
+    assert_int_equal(a->finish_rc, b->finish_rc);
+}
+
+/* The page parsed with keep_values (whole) and without (whole, or in random
+ * chunks of up to max_chunk bytes): all the same. Returns what was elided. */
+static uint64_t same_both_ways(const char *html, size_t len, const char *ct, const links_opts *o,
+                               size_t max_chunk)
+{
+    links_opts keep = o ? *o : (links_opts){0}, cut = keep;
+    keep.keep_values = 1;
+    cut.keep_values = 0;
+    result a, b;
+    run(html, len, ct, &keep, WHOLE, 0, &a);
+    run(html, len, ct, &cut, max_chunk ? RANDOM : WHOLE, max_chunk, &b);
+    assert_int_equal(a.st.elided, 0);
+    same(&a, &b);
+    uint64_t elided = b.st.elided;
+    result_release(&a);
+    result_release(&b);
+    return elided;
 }
 
 /* Parses whole, byte by byte and in random chunks; all must agree. The
@@ -156,6 +189,7 @@ static void extract_opts(const char *html, size_t len, const char *ct, const lin
         same(r, &other);
         result_release(&other);
     }
+    same_both_ways(html, len, ct, o, 0);
 }
 
 static void extract(const char *html, result *r) { extract_opts(html, strlen(html), NULL, NULL, r); }
@@ -792,6 +826,21 @@ static void invalid_utf8(void **state)
     result_release(&r);
 }
 
+static void utf8_runs_in_urls(void **state)
+{
+    (void)state;
+    /* ASCII runs of every length around the 8-byte steps, then a byte
+     * that is not UTF-8 and one that is */
+    for (int k = 0; k < 20; k++) {
+        char html[128], want[128];
+        snprintf(html, sizeof html, "<a href=\"/%.*s\xE9%.*s\xC3\xA9x\">", k,
+                 "aaaaaaaaaaaaaaaaaaaa", 19 - k, "bbbbbbbbbbbbbbbbbbbb");
+        snprintf(want, sizeof want, "a N /%.*s\xC3\xA9%.*s\xC3\xA9x\n", k,
+                 "aaaaaaaaaaaaaaaaaaaa", 19 - k, "bbbbbbbbbbbbbbbbbbbb");
+        expect(html, want);
+    }
+}
+
 static void invalid_utf8_in_entity_names(void **state)
 {
     (void)state;
@@ -1116,6 +1165,289 @@ static void long_attribute_values_are_fine(void **state)
     assert_int_equal(r.st.truncated, 0);
     result_release(&r);
     free(html);
+}
+
+/* ---- unread attribute values: shortened, same result ----------------------- */
+
+static uint64_t elided_of(const char *html)
+{
+    result r;
+    run(html, strlen(html), NULL, NULL, WHOLE, 0, &r);
+    uint64_t e = r.st.elided;
+    result_release(&r);
+    return same_both_ways(html, strlen(html), NULL, NULL, 0) == e ? e : UINT64_MAX;
+}
+
+static void values_shortened(void **state)
+{
+    (void)state;
+    /* class, title, id: cut to one byte each (4 + 3 + 1 bytes) */
+    const char *page = "<!DOCTYPE html><p class=\"aaaaa\" title='bbbb' id=\"cc\">"
+                       "<a href=\"/x\" class=\"dd\">x</a>";
+    assert_int_equal(elided_of(page), 4 + 3 + 1 + 1);
+    expect(page, "a N /x\n");
+    result r;
+    links_opts keep = {.keep_values = 1};
+    run(page, strlen(page), NULL, &keep, WHOLE, 0, &r);
+    assert_int_equal(r.st.elided, 0);
+    assert_string_equal(text(&r), "a N /x\n");
+    result_release(&r);
+    /* one byte already, or empty: nothing to gain */
+    assert_int_equal(elided_of("<p class=\"a\" id=\"\">"), 0);
+    /* comments, end tags, script and style content are followed */
+    assert_int_equal(elided_of("<!-- <p class=\"no\"> --><p>t</p><script>var a = \"<p>\";"
+                               "</script ><style>p{}</style><b class=\"ab\">"),
+                     1);
+    /* inside a comment, a script or a style, an attribute is text */
+    assert_int_equal(elided_of("<!-- <p class=\"xyz\"> -->"), 0);
+    assert_int_equal(elided_of("<script>'<p class=\"xyz\">'</script>"), 0);
+    assert_int_equal(elided_of("<style><p class=\"xyz\"></style>"), 0);
+}
+
+static void values_read_or_odd_kept(void **state)
+{
+    (void)state;
+    /* what something reads */
+    assert_int_equal(elided_of("<a href=\"/aaaa\" rel=\"next\" style=\"color:red\"><img "
+                               "src=\"/i.png\" srcset=\"/a 1x\"><form action=\"/f\"><object "
+                               "data=\"/o\"><video poster=\"/p\"><link imagesrcset=\"/a 1x\">"
+                               "<meta name=\"robots\" content=\"noindex\" http-equiv=\"x\" "
+                               "charset=\"utf-8\">"),
+                     0);
+    /* unquoted; holding < > & or the other quote; not valid UTF-8 */
+    assert_int_equal(elided_of("<p class=aaaa title=\"a<b\" id=\"a>b\" lang=\"a&amp;b\" "
+                               "alt=\"it's\" dir='say \"hi\"' role=\"\xe9t\xe9\">"),
+                     0);
+    /* valid UTF-8 is cut */
+    assert_int_equal(elided_of("<p title=\"\xc3\xa9t\xc3\xa9\">"), 4);
+}
+
+static void shortening_stops_when_unsure(void **state)
+{
+    (void)state;
+    /* after each of these, libxml2 gets every byte: the shortener does not
+     * follow them exactly */
+    static const char *const odd[] = {
+        "<?xml version=\"1.0\"?>", "<!DOCTYPE html PUBLIC \"-//W3C//DTD HTML 4.01//EN\">",
+        "<!-->", "<!--->", "<!-- a -- b -->", "<!-- a --!>", "<!x>", "a < b", "</ p>",
+        "<script>document.write(\"</p>\")</script>", "<script src=\"/s.js\"/>",
+        "<style/>", "<script>x</scriptx></script>",
+    };
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        char page[512];
+        snprintf(page, sizeof page, "<p class=\"abc\">%s<p class=\"abcdef\"><a href=/l>",
+                 odd[i]);
+        if (elided_of(page) != 2)
+            fail_msg("shortened after %s", odd[i]);
+    }
+    /* a name longer than SH_NAME_MAX */
+    char page[512];
+    snprintf(page, sizeof page, "<p class=\"abc\"><p d%0100d=1 class=\"abcdef\">", 0);
+    assert_int_equal(elided_of(page), 2);
+}
+
+static void values_across_blocks(void **state)
+{
+    (void)state;
+    /* values near and across the 16 KiB block ends, with and without a '<'
+     * in the second half to cut at */
+    cr_buf b;
+    cr_buf_init(&b, 0);
+    for (int len = 1; len < 40; len++) {
+        cr_buf_clear(&b);
+        for (int k = 0; b.len < 70000; k++) {
+            assert_int_equal(cr_buf_printf(&b, "<span class=\"%0*d\" title=\"t\">x</span>",
+                                           len + k % 7, k), 0);
+            if (k % 50 == 0)
+                assert_int_equal(cr_buf_printf(&b, "<a href=/p%d>", k), 0);
+        }
+        assert_true(same_both_ways(b.data, b.len, NULL, NULL, 0) > 0);
+        rng_state = (uint64_t)len;
+        same_both_ways(b.data, b.len, NULL, NULL, 5000);
+    }
+    /* one value of 40 KiB: spans blocks, not cut */
+    cr_buf_clear(&b);
+    assert_int_equal(cr_buf_puts(&b, "<p title=\""), 0);
+    for (int i = 0; i < 40000; i++)
+        assert_int_equal(cr_buf_putc(&b, 'a' + i % 26), 0);
+    assert_int_equal(cr_buf_puts(&b, "\"><a href=/after>"), 0);
+    assert_int_equal(same_both_ways(b.data, b.len, NULL, NULL, 0), 0);
+    cr_buf_release(&b);
+}
+
+/* Random pages from pieces that stress both libxml2 and the shortener. */
+static void random_page(cr_buf *b, size_t target)
+{
+    static const char *const tags[] = {"a", "p", "div", "span", "img", "link", "script",
+                                       "style", "title", "meta", "base", "textarea", "iframe",
+                                       "html", "body", "head", "br", "source", "form", "SCRIPT",
+                                       "x-y", "td", "table", "Style"};
+    static const char *const attrs[] = {"class", "id", "title", "href", "src", "srcset",
+                                        "style", "rel", "content", "name", "http-equiv",
+                                        "charset", "data-x", "aria-label", "alt", "type",
+                                        "imagesrcset", "action", "poster", "data", "CLASS",
+                                        "Href", "x"};
+    static const char *const vals[] = {"a", "abc def", "/u", "x.html", "<", ">", "&amp;", "&",
+                                       "\"", "'", "/", "=", "\xc3\xa9", "\xe9", "url(/c.png)",
+                                       "noindex, nofollow", "5; url=/r", "/a 1x, /b 2x", " ",
+                                       "stylesheet", "robots", "refresh", "data:x", "--", "-->",
+                                       "</script>", "<a href=/in>", "\n", "utf-8"};
+    static const char *const misc[] = {"<!-- c -->", "<!-->", "<!--->", "<!-- a -- b -->",
+                                       "<!--x--!>", "<!x>", "<?pi?>", "<!DOCTYPE html>",
+                                       "<!doctype HTML>", "<!DOCTYPE html PUBLIC \"a\" \"b\">",
+                                       "a < b", "</ p>", "</>", "&lt;", "text ", "\n", "</p>",
+                                       "</a >", "</script>", "</style>", "</scriptx>", "<",
+                                       "<a", "\"", "'", ">", "/>", "<b/>", "<![CDATA[x]]>"};
+    while (b->len < target) {
+        unsigned r = (unsigned)(rng() % 100);
+        if (r < 45) {
+            const char *t = tags[rng() % (sizeof tags / sizeof tags[0])];
+            assert_int_equal(cr_buf_printf(b, "<%s", t), 0);
+            unsigned na = (unsigned)(rng() % 5);
+            for (unsigned k = 0; k < na; k++) {
+                const char *an = attrs[rng() % (sizeof attrs / sizeof attrs[0])];
+                const char *sp = rng() % 8 == 0 ? "" : rng() % 4 == 0 ? "\n " : " ";
+                unsigned form = (unsigned)(rng() % 8);
+                if (form == 0) {
+                    assert_int_equal(cr_buf_printf(b, "%s%s", sp, an), 0);
+                    continue;
+                }
+                char q = form < 5 ? '"' : form < 7 ? '\'' : 0;
+                assert_int_equal(cr_buf_printf(b, "%s%s%s=%s", sp, an, rng() % 9 ? "" : " ",
+                                               q ? (q == '"' ? "\"" : "'") : ""), 0);
+                unsigned nv = (unsigned)(rng() % 4);
+                for (unsigned v = 0; v < nv; v++) {
+                    if (rng() % 6 == 0) { /* a run of plain bytes */
+                        unsigned len = (unsigned)(rng() % 64);
+                        for (unsigned c = 0; c < len; c++)
+                            assert_int_equal(cr_buf_putc(b, (char)('a' + rng() % 26)), 0);
+                    } else {
+                        assert_int_equal(cr_buf_puts(b, vals[rng() % (sizeof vals / sizeof vals[0])]), 0);
+                    }
+                }
+                if (q && rng() % 30 != 0)
+                    assert_int_equal(cr_buf_putc(b, q), 0);
+            }
+            unsigned end = (unsigned)(rng() % 12);
+            assert_int_equal(cr_buf_puts(b, end == 0 ? "" : end == 1 ? "/>" : end == 2 ? " >" : ">"), 0);
+        } else if (r < 55) {
+            const char *t = tags[rng() % (sizeof tags / sizeof tags[0])];
+            assert_int_equal(cr_buf_printf(b, "</%s%s>", t, rng() % 5 ? "" : " "), 0);
+        } else if (r < 75) {
+            assert_int_equal(cr_buf_puts(b, misc[rng() % (sizeof misc / sizeof misc[0])]), 0);
+        } else if (r < 77) {
+            assert_int_equal(cr_buf_putc(b, '\0'), 0);
+        } else {
+            unsigned len = (unsigned)(rng() % (r < 98 ? 40 : 3000));
+            for (unsigned c = 0; c < len; c++)
+                assert_int_equal(cr_buf_putc(b, (char)(rng() % 5 ? 'a' + rng() % 26 : ' ')), 0);
+        }
+    }
+}
+
+/* LINKS_SEED=N replays a run (its pages are derived from N). */
+static uint64_t seed_from_env(const char *what)
+{
+    const char *e = getenv("LINKS_SEED");
+    uint64_t seed = e != NULL && e[0] != '\0' ? strtoull(e, NULL, 10) : (uint64_t)time(NULL);
+    printf("%s: seed %llu (LINKS_SEED=%llu replays it)\n", what, (unsigned long long)seed,
+           (unsigned long long)seed);
+    return seed;
+}
+
+static void random_pages_both_ways(void **state)
+{
+    (void)state;
+    uint64_t seed = seed_from_env("random_pages_both_ways");
+    cr_buf b;
+    cr_buf_init(&b, 0);
+    uint64_t elided = 0;
+    for (int i = 0; i < 400; i++) {
+        rng_state = seed * 1000003u + (uint64_t)i;
+        cr_buf_clear(&b);
+        random_page(&b, i % 10 == 0 ? 60000 : 1 + rng() % 3000);
+        elided += same_both_ways(b.data, b.len, NULL, NULL, 0);
+        elided += same_both_ways(b.data, b.len, NULL, NULL, 1 + rng() % 700);
+        static const links_opts small = {.max_links = 5, .max_url = 16, .max_depth = 12,
+                                         .max_attrs = 4, .agent = "crawld"};
+        if (i % 4 == 0)
+            same_both_ways(b.data, b.len, "text/html; charset=latin1", &small, 0);
+    }
+    assert_true(elided > 0); /* the shortener did something */
+    cr_buf_release(&b);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every step-th *.html file under dir (sorted), at most max of them, parsed
+ * both ways; returns how many, 0 (with a message) when dir is missing. */
+static size_t real_pages_both_ways(const char *dir, size_t step, size_t max)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "find -L '%s' -name '*.html' -type f 2>/dev/null", dir);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            names = realloc(names, cap * sizeof *names);
+            assert_non_null(names);
+        }
+        names[n] = strdup(line);
+        assert_non_null(names[n++]);
+    }
+    pclose(f);
+    if (n == 0) {
+        printf("real pages: none under %s (package not installed): skipped\n", dir);
+        free(names);
+        return 0;
+    }
+    qsort(names, n, sizeof *names, cmp_str);
+    size_t done = 0;
+    uint64_t bytes = 0, elided = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i % step == 0 && done < max) {
+            FILE *pf = fopen(names[i], "rb");
+            assert_non_null(pf);
+            cr_buf page;
+            cr_buf_init(&page, 0);
+            char chunk[65536];
+            size_t k;
+            while ((k = fread(chunk, 1, sizeof chunk, pf)) > 0)
+                assert_int_equal(cr_buf_append(&page, chunk, k), 0);
+            fclose(pf);
+            rng_state = i;
+            elided += same_both_ways(page.data ? page.data : "", page.len, "text/html", NULL,
+                                     i % 3 == 0 ? 20000 : 0);
+            bytes += page.len;
+            cr_buf_release(&page);
+            done++;
+        }
+        free(names[i]);
+    }
+    free(names);
+    printf("real pages: %zu of %zu under %s, %llu bytes, %llu elided: same both ways\n", done,
+           n, dir, (unsigned long long)bytes, (unsigned long long)elided);
+    assert_true(elided > 0);
+    return done;
+}
+
+/* LINKS_REAL_ALL=1: every page of both sets (jdk: 10,137, 270 MB). */
+static void real_pages(void **state)
+{
+    (void)state;
+    const char *all = getenv("LINKS_REAL_ALL");
+    bool every = all != NULL && all[0] == '1';
+    size_t max = every ? SIZE_MAX : UNDER_ASAN ? 40 : 400;
+    real_pages_both_ways("/usr/share/doc/python3/html", every ? 1 : 5, max);
+    real_pages_both_ways("/usr/share/doc/openjdk-17-jre-headless/api", every ? 1 : 20, max);
 }
 
 /* ---- hostile pages at scale ------------------------------------------------- */
@@ -1516,6 +1848,7 @@ int main(void)
         cmocka_unit_test(srcset_empty),
         cmocka_unit_test(nul_in_attribute),
         cmocka_unit_test(invalid_utf8),
+        cmocka_unit_test(utf8_runs_in_urls),
         cmocka_unit_test(invalid_utf8_in_entity_names),
         cmocka_unit_test(utf8_urls_raw),
         cmocka_unit_test(charset_header_latin1),
@@ -1539,6 +1872,12 @@ int main(void)
         cmocka_unit_test(attrs_cap_not_fooled),
         cmocka_unit_test(attrs_cap_long_names),
         cmocka_unit_test(long_attribute_values_are_fine),
+        cmocka_unit_test(values_shortened),
+        cmocka_unit_test(values_read_or_odd_kept),
+        cmocka_unit_test(shortening_stops_when_unsure),
+        cmocka_unit_test(values_across_blocks),
+        cmocka_unit_test(random_pages_both_ways),
+        cmocka_unit_test(real_pages),
         cmocka_unit_test(million_links),
         cmocka_unit_test(ten_mib_of_unclosed_tags),
         cmocka_unit_test(unmatched_end_tags_under_depth),

@@ -7,6 +7,8 @@
  *        (charset.c)
  *     -> to UTF-8: as is / ISO-8859-1 by hand / iconv (invalid -> U+FFFD)
  *     -> push_utf8(): tag guard, NUL -> U+FFFD
+ *     -> sh_put(): values of attributes nothing reads cut to one byte
+ *        (unless keep_values; see "Unread attribute values")
  *     -> blk_put(): 16 KiB blocks -> htmlParseChunk()
  *     -> on_start() (SAX startElement) -> emit() -> caller's callback
  *
@@ -26,7 +28,8 @@
  *   stream cut at the same places, whatever the chunks the caller feeds:
  *   the links never depend on the network's chunking. A block of BLOCK
  *   bytes is cut before its last '<' in its second half (the rest starts
- *   the next block), a function of the stream alone. Why: when a block
+ *   the next block), a function of the stream alone (the unshortened
+ *   stream: shortening values moves no cut). Why: when a block
  *   ends inside a quoted attribute value, 2.9's start-tag lookahead
  *   (htmlParseLookupSequence with ignoreattrval) resumes without the
  *   quote character, never finds the tag's end, and libxml2 buffers the
@@ -93,6 +96,10 @@
 /* libxml2 reads at most 100 bytes as one name (HTML_PARSER_BUFFER_SIZE);
  * the guard assumes a longer run may start a new name every 64 bytes. */
 #define GUARD_NAME_SPLIT 64
+#define SH_NAME_MAX 64  /* a longer name: the shortener stops (libxml2 cuts
+                           names at 100) */
+#define SH_NAME_KEEP 12 /* longest name compared: "imagesrcset" */
+#define SH_TMAX 1024    /* values shortened per block, at most */
 
 _Static_assert((int)CHARSET_FROM_DEFAULT == LINKS_ENC_DEFAULT && (int)CHARSET_FROM_BOM == LINKS_ENC_BOM &&
                    (int)CHARSET_FROM_HEADER == LINKS_ENC_HEADER && (int)CHARSET_FROM_META == LINKS_ENC_META,
@@ -135,6 +142,23 @@ struct links_parser {
     const xmlChar *inert_name;
     bool inert;                 /* for the element being handled */
 
+    /* unread attribute values (see "Unread attribute values") */
+    bool keep_values;           /* option: never shorten */
+    uint8_t sh;                 /* SH_*: how libxml2 reads the stream here */
+    uint8_t sh_t;               /* in a start tag: its G_* state */
+    uint8_t sh_raw;             /* the tag being read is script (1) / style (2) */
+    uint8_t sh_k;               /* characters of a keyword matched */
+    size_t sh_nlen;             /* length of the tag or attribute name so far */
+    char sh_name[SH_NAME_KEEP]; /* its first bytes, lowercase */
+    bool sh_vok;                /* the attribute being read is one nobody reads */
+    bool sh_vutf8;              /* the open value has non-ASCII bytes */
+    unsigned char sh_last;      /* the last byte given to sh_put */
+    size_t sh_vstart;           /* blk offset of the open value's first byte,
+                                   SIZE_MAX: it is not to be shortened */
+    size_t sh_tn;               /* values shortened in the block (sh_tpos/td) */
+    uint16_t sh_tpos[SH_TMAX];  /* blk offset of each one's kept byte */
+    uint16_t sh_td[SH_TMAX];    /* bytes it lost */
+
     /* tag guard */
     uint32_t g_cnt[G_N];
     unsigned g_mask;            /* active states */
@@ -151,7 +175,10 @@ struct links_parser {
     size_t title_len;
 
     char kind[KIND_MAX];
-    size_t blk_len;
+    size_t blk_len;             /* bytes in blk */
+    size_t blk_orig;            /* stream bytes they stand for (>= blk_len) */
+    size_t blk_half;            /* blk offset of stream offset BLOCK / 2, or
+                                   SIZE_MAX while the block is shorter */
     unsigned char blk[BLOCK];
 };
 
@@ -185,15 +212,37 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     return len;
 }
 
+/* Length of the run of ASCII bytes at s[0..n): 8 bytes at a time. */
+static size_t ascii_run(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ULL)
+            break;
+    }
+    while (i < n && s[i] < 0x80)
+        i++;
+    return i;
+}
+
 /* Copies s[0..n) to out (room for 2n + 1) as valid UTF-8, NUL-terminated:
  * a byte that starts no valid sequence is read as ISO-8859-1, as libxml2
  * reads it everywhere but in entity names, whose bytes it passes through.
+ * ASCII runs go in one memcpy each (see "measured" in start_page).
  * Returns the length written. */
 static size_t utf8_copy(char *out, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, o = 0;
     while (i < n) {
+        size_t r = ascii_run(u + i, n - i);
+        memcpy(out + o, u + i, r);
+        o += r;
+        i += r;
+        if (i >= n)
+            break;
         size_t k = utf8_seq(u + i, n - i);
         if (k > 0) {
             memcpy(out + o, u + i, k);
@@ -1118,14 +1167,18 @@ static size_t guard_scan(links_parser *p, const unsigned char *s, size_t n, bool
 /* ---- feeding libxml2 ------------------------------------------------------ */
 
 /* Where a full block is cut: before its last '<' in its second half, else
- * at its end (see the top of the file). */
+ * at its end (see the top of the file). The halves are of the stream's
+ * bytes: with values shortened (blk_orig > blk_len), the block is cut where
+ * the unshortened one would be, so libxml2 always gets the same pieces of
+ * the page, shortened or not. */
 static size_t blk_cut(const links_parser *p)
 {
-    for (size_t i = BLOCK - 1; i >= BLOCK / 2; i--) {
-        if (p->blk[i] == '<')
-            return i;
+    size_t lo = p->blk_half < p->blk_len ? p->blk_half : p->blk_len;
+    for (size_t i = p->blk_len; i > lo; i--) {
+        if (p->blk[i - 1] == '<')
+            return i - 1;
     }
-    return BLOCK;
+    return p->blk_len;
 }
 
 /* The block goes to libxml2, all of it, or (cut) up to blk_cut, the rest
@@ -1139,8 +1192,22 @@ static void blk_flush(links_parser *p, int terminate, bool cut)
     quiet q;
     quiet_begin(&q);
     htmlParseChunk(p->ctxt, (const char *)p->blk, (int)n, terminate);
-    memmove(p->blk, p->blk + n, p->blk_len - n);
-    p->blk_len -= n;
+    /* what stays: its stream length counts the values shortened in it */
+    size_t rest = p->blk_len - n, orig = rest, keep = 0;
+    for (size_t t = 0; t < p->sh_tn; t++) {
+        if (p->sh_tpos[t] < n)
+            continue;
+        orig += p->sh_td[t];
+        p->sh_tpos[keep] = (uint16_t)(p->sh_tpos[t] - n);
+        p->sh_td[keep++] = p->sh_td[t];
+    }
+    p->sh_tn = keep;
+    if (p->sh_vstart != SIZE_MAX)
+        p->sh_vstart = p->sh_vstart >= n ? p->sh_vstart - n : SIZE_MAX;
+    memmove(p->blk, p->blk + n, rest);
+    p->blk_len = rest;
+    p->blk_orig = orig;
+    p->blk_half = SIZE_MAX;
     if (!terminate && !p->stopped &&
         (p->ctxt->disableSAX || p->ctxt->instate == XML_PARSER_EOF))
         stop(p, LINKS_TRUNC_PARSER);
@@ -1153,16 +1220,413 @@ static void blk_flush(links_parser *p, int terminate, bool cut)
 static void blk_put(links_parser *p, const unsigned char *s, size_t n)
 {
     while (n > 0 && !p->stopped) {
-        size_t k = BLOCK - p->blk_len;
+        size_t k = BLOCK - p->blk_orig;
         if (k > n)
             k = n;
+        if (p->blk_half == SIZE_MAX && p->blk_orig + k > BLOCK / 2)
+            p->blk_half = p->blk_len + (BLOCK / 2 - p->blk_orig);
         memcpy(p->blk + p->blk_len, s, k);
         p->blk_len += k;
+        p->blk_orig += k;
         s += k;
         n -= k;
-        if (p->blk_len == BLOCK)
+        if (p->blk_orig == BLOCK)
             blk_flush(p, 0, true);
     }
+}
+
+/* ---- unread attribute values ----------------------------------------------
+ *
+ * Most of libxml2's time goes to attribute values (javadoc: class, title,
+ * id, ...), and nothing reads most of them. So, before blk_put, the value
+ * of an attribute that neither on_start nor libxml2 reads is cut to one
+ * byte ("x", inside its quotes), where that is exact. The shortener follows
+ * the stream as libxml2's push parser (2.9.14) reads it: text; start tags
+ * with htmlParseStartTag's attribute syntax (the guard's G_* automaton);
+ * end tags; comments; <!DOCTYPE name>; script and style content up to their
+ * end tag. At anything it does not follow exactly (a '<' not followed by a
+ * letter, '/' or '!'; a processing instruction; a bogus comment; a comment
+ * that "--" does not end with '>'; a DOCTYPE with more than a name; "</" in
+ * a script not followed by its end tag; a script or style tag ended by
+ * "/>"; a name of over SH_NAME_MAX bytes) it stops for the rest of the page
+ * (SH_OFF): libxml2 then gets every byte. A value is shortened only when
+ * all of these hold:
+ *   - it is quoted, in a start tag the shortener is sure of;
+ *   - its attribute is none of those read (sh_name_read; libxml2 itself
+ *     reads only meta's charset, content and http-equiv, all in the list);
+ *   - it holds no '<', '>', '&', '"' or '\'' (the bytes libxml2's lookahead
+ *     and entity handling look at), and is valid UTF-8 (libxml2 switches a
+ *     page to ISO-8859-1 at an invalid byte);
+ *   - it lies in one block (blk_cut cuts the stream where it would cut the
+ *     unshortened one: libxml2 gets the same pieces, each shortened).
+ * test_links parses every case both ways, random pages and real ones, and
+ * fuzz_links does the same: links, base, title, robots and stats agree. */
+
+enum sh_state { SH_OFF = 0, SH_TEXT, SH_LT, SH_TAG, SH_ETAG, SH_ETNAME, SH_ETEND,
+                SH_BANG, SH_BANG1, SH_DOCT, SH_DOCTB, SH_DOCTN, SH_DOCTE,
+                SH_CSTART, SH_CBODY, SH_CD1, SH_CD2,
+                SH_RAW, SH_RAWLT, SH_RAWNAME, SH_RAWEND };
+
+/* Attributes something reads (sh_name_read): on_start, on_meta, on_base,
+ * rel_parse, css_and_title_at_tag (style), and libxml2's htmlCheckMeta
+ * (charset, content, http-equiv): action, charset, content, data, href,
+ * http-equiv, imagesrcset, name, poster, rel, src, srcset, style. */
+static bool sh_name_read(const links_parser *p)
+{
+    size_t n = p->sh_nlen;
+    if (n < 3 || n > SH_NAME_KEEP)
+        return false;
+    const char *m = p->sh_name;
+    switch (m[0]) { /* one or two compares per attribute */
+    case 'a':
+        return n == 6 && memcmp(m, "action", 6) == 0;
+    case 'c':
+        return (n == 7 && memcmp(m, "charset", 7) == 0) ||
+               (n == 7 && memcmp(m, "content", 7) == 0);
+    case 'd':
+        return n == 4 && memcmp(m, "data", 4) == 0;
+    case 'h':
+        return (n == 4 && memcmp(m, "href", 4) == 0) ||
+               (n == 10 && memcmp(m, "http-equiv", 10) == 0);
+    case 'i':
+        return n == 11 && memcmp(m, "imagesrcset", 11) == 0;
+    case 'n':
+        return n == 4 && memcmp(m, "name", 4) == 0;
+    case 'p':
+        return n == 6 && memcmp(m, "poster", 6) == 0;
+    case 'r':
+        return n == 3 && memcmp(m, "rel", 3) == 0;
+    case 's':
+        return (n == 3 && memcmp(m, "src", 3) == 0) || (n == 6 && memcmp(m, "srcset", 6) == 0) ||
+               (n == 5 && memcmp(m, "style", 5) == 0);
+    default:
+        return false;
+    }
+}
+
+static void sh_off(links_parser *p)
+{
+    p->sh = SH_OFF;
+    p->sh_vstart = SIZE_MAX;
+}
+
+/* Bytes that stop the scan of a value to be cut: < > & " ' and non-ASCII
+ * (UTF-8 checked). */
+static const unsigned char sh_stop[256] = {
+#define R4(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1
+#define R16(c) R4(c), R4(c + 4), R4(c + 8), R4(c + 12)
+    R16(0x80), R16(0x90), R16(0xA0), R16(0xB0), R16(0xC0), R16(0xD0), R16(0xE0), R16(0xF0),
+#undef R16
+#undef R4
+    ['<'] = 1, ['>'] = 1, ['&'] = 1, ['"'] = 1, ['\''] = 1,
+};
+
+/* The value blk[sh_vstart..blk_len) has ended (its quote is next), with
+ * none of < > & " ' in it (sh_tag checked): cut it to one byte if it may
+ * be. */
+static void sh_shorten(links_parser *p)
+{
+    size_t v = p->sh_vstart, n = p->blk_len;
+    p->sh_vstart = SIZE_MAX;
+    if (v == SIZE_MAX || n - v < 2 || p->sh_tn >= SH_TMAX)
+        return;
+    const unsigned char *b = p->blk;
+    for (size_t i = v; p->sh_vutf8 && i < n;) { /* sh_tag saw no < > & " ' */
+        size_t k = b[i] < 0x80 ? 1 : utf8_seq(b + i, n - i);
+        if (k == 0)
+            return;
+        i += k;
+    }
+    p->blk[v] = 'x';
+    p->blk_len = v + 1;
+    if (p->blk_half != SIZE_MAX && p->blk_half > v + 1)
+        p->blk_half = v + 1; /* the half fell in the value */
+    p->sh_tpos[p->sh_tn] = (uint16_t)v;
+    p->sh_td[p->sh_tn++] = (uint16_t)(n - v - 1);
+    p->st.elided += n - v - 1;
+}
+
+/* In a start tag, from s[i]: follows it (g_step's syntax) to its end or
+ * the end of the input; *from: the first byte not yet given to blk_put. */
+static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n, size_t *from)
+{
+    while (i < n) {
+        unsigned char c = s[i];
+        if (g_blank(c) && (p->sh_t == G_BEFORE || p->sh_t == G_AFTERNAME ||
+                           p->sh_t == G_BEFOREVAL)) {
+            while (++i < n && g_blank(s[i]))
+                ;
+            continue;
+        }
+        switch (p->sh_t) {
+        case G_TNAME:
+        case G_ANAME: {
+            size_t j = i;
+            while (j < n && g_namechar(s[j]))
+                j++;
+            size_t keep = p->sh_nlen < SH_NAME_KEEP ? SH_NAME_KEEP - p->sh_nlen : 0;
+            if (keep > j - i)
+                keep = j - i;
+            for (size_t k = 0; k < keep; k++)
+                p->sh_name[p->sh_nlen + k] = (char)lower(s[i + k]);
+            p->sh_nlen += j - i;
+            if (p->sh_nlen > SH_NAME_MAX) {
+                sh_off(p);
+                return j;
+            }
+            i = j;
+            if (i >= n)
+                return n;
+            if (p->sh_t == G_TNAME) {
+                p->sh_raw = p->sh_nlen == 6 && memcmp(p->sh_name, "script", 6) == 0 ? 1
+                          : p->sh_nlen == 5 && memcmp(p->sh_name, "style", 5) == 0 ? 2 : 0;
+                p->sh_t = G_BEFORE;
+            } else {
+                p->sh_vok = !sh_name_read(p);
+                p->sh_t = G_AFTERNAME;
+            }
+            continue;
+        }
+        case G_BEFORE:
+            if (c == '>')
+                goto end;
+            if (g_namestart(c)) {
+                p->sh_t = G_ANAME;
+                p->sh_nlen = 0;
+            } else {
+                p->sh_t = G_BOGUS;
+            }
+            continue;
+        case G_AFTERNAME:
+            if (c == '=') {
+                p->sh_t = G_BEFOREVAL;
+                i++;
+            } else {
+                p->sh_t = G_BEFORE;
+            }
+            continue;
+        case G_BEFOREVAL:
+            if (c == '"' || c == '\'') {
+                p->sh_t = c == '"' ? G_DQ : G_SQ;
+                i++;
+                if (p->sh_vok) {
+                    blk_put(p, s + *from, i - *from);
+                    *from = i;
+                    p->sh_vstart = p->blk_len;
+                    p->sh_vutf8 = false;
+                }
+                continue;
+            }
+            if (c == '>')
+                goto end;
+            p->sh_t = G_UVAL;
+            continue;
+        case G_DQ:
+        case G_SQ: {
+            unsigned char qc = p->sh_t == G_DQ ? '"' : '\'';
+            if (p->sh_vstart != SIZE_MAX) { /* to the quote or a byte to look at */
+                while (i < n && !sh_stop[s[i]])
+                    i++;
+                if (i >= n)
+                    return n;
+                if (s[i] != qc) {
+                    if (s[i] < 0x80) /* < > & or the other quote: kept */
+                        p->sh_vstart = SIZE_MAX;
+                    else
+                        p->sh_vutf8 = true;
+                    i++;
+                    continue;
+                }
+            } else {
+                const unsigned char *q = memchr(s + i, qc, n - i);
+                if (q == NULL)
+                    return n;
+                i = (size_t)(q - s);
+            }
+            if (p->sh_vstart != SIZE_MAX) {
+                blk_put(p, s + *from, i - *from);
+                *from = i;
+                sh_shorten(p);
+            }
+            p->sh_t = G_BEFORE;
+            i++;
+            continue;
+        }
+        default: /* G_UVAL, G_BOGUS */
+            while (i < n && !g_blank(s[i]) && s[i] != '>')
+                i++;
+            if (i >= n)
+                return n;
+            if (s[i] == '>')
+                goto end;
+            p->sh_t = G_BEFORE;
+            i++;
+            continue;
+        }
+    }
+    return n;
+end:
+    /* "<script/>" is closed at once: its content would not be raw */
+    if (p->sh_raw != 0 && (i > 0 ? s[i - 1] : p->sh_last) == '/') {
+        sh_off(p);
+        return i;
+    }
+    p->sh = p->sh_raw != 0 ? SH_RAW : SH_TEXT;
+    return i + 1;
+}
+
+/* Skips to the next byte b (no state change without one): state next after it. */
+static size_t sh_find(links_parser *p, const unsigned char *s, size_t i, size_t n, int b,
+                      uint8_t next)
+{
+    const unsigned char *q = memchr(s + i, b, n - i);
+    if (q == NULL)
+        return n;
+    p->sh = next;
+    return (size_t)(q - s) + 1;
+}
+
+/* Past s[i]: to state next if ok, else off. */
+static size_t sh_then(links_parser *p, bool ok, uint8_t next, size_t i)
+{
+    if (ok)
+        p->sh = next;
+    else
+        sh_off(p);
+    return i + 1;
+}
+
+/* One step outside start tags, at s[i] (i < n); returns where to go on. */
+static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t n)
+{
+    unsigned char c = s[i];
+    switch (p->sh) {
+    case SH_TEXT:
+        return sh_find(p, s, i, n, '<', SH_LT);
+    case SH_LT:
+        if (is_alpha(c)) {
+            p->sh = SH_TAG;
+            p->sh_t = G_TNAME;
+            p->sh_nlen = 0;
+            return i;
+        }
+        if (c == '/')
+            p->sh = SH_ETAG;
+        else if (c == '!')
+            p->sh = SH_BANG;
+        else
+            sh_off(p);
+        return i + 1;
+    case SH_ETAG:
+        if (!is_alpha(c)) {
+            sh_off(p);
+            return i;
+        }
+        p->sh = SH_ETNAME;
+        p->sh_nlen = 0;
+        return i;
+    case SH_ETNAME:
+    case SH_DOCTN: {
+        size_t j = i;
+        if (p->sh == SH_ETNAME)
+            while (j < n && g_namechar(s[j]))
+                j++;
+        else
+            while (j < n && is_alpha(s[j]))
+                j++;
+        p->sh_nlen += j - i;
+        if (p->sh_nlen > SH_NAME_MAX)
+            sh_off(p);
+        else if (j < n)
+            p->sh = p->sh == SH_ETNAME ? SH_ETEND : SH_DOCTE;
+        return j;
+    }
+    case SH_ETEND:
+    case SH_DOCTE:
+    case SH_RAWEND:
+        if (g_blank(c))
+            return i + 1;
+        return sh_then(p, c == '>', SH_TEXT, i);
+    case SH_BANG:
+        if (c == '-') {
+            p->sh = SH_BANG1;
+        } else if (lower(c) == 'd') {
+            p->sh = SH_DOCT;
+            p->sh_k = 1;
+        } else {
+            sh_off(p);
+        }
+        return i + 1;
+    case SH_BANG1:
+        return sh_then(p, c == '-', SH_CSTART, i);
+    case SH_DOCT:
+        if (lower(c) != (unsigned char)"doctype"[p->sh_k]) {
+            sh_off(p);
+        } else if (++p->sh_k == 7) {
+            p->sh = SH_DOCTB;
+            p->sh_k = 0;
+        }
+        return i + 1;
+    case SH_DOCTB: /* one blank or more, then the name */
+        if (g_blank(c)) {
+            p->sh_k = 1;
+            return i + 1;
+        }
+        if (p->sh_k == 0 || !is_alpha(c)) {
+            sh_off(p);
+            return i;
+        }
+        p->sh = SH_DOCTN;
+        p->sh_nlen = 0;
+        return i;
+    case SH_CSTART: /* "<!-->" and "<!--->": libxml2's special cases */
+        if (c == '-' || c == '>') {
+            sh_off(p);
+            return i;
+        }
+        p->sh = SH_CBODY;
+        return i;
+    case SH_CBODY:
+        return sh_find(p, s, i, n, '-', SH_CD1);
+    case SH_CD1: /* after '-': '-' or the comment goes on */
+    case SH_RAWLT: /* after '<' in a script: '/' or it goes on */
+        if (c != (p->sh == SH_CD1 ? '-' : '/')) {
+            p->sh = p->sh == SH_CD1 ? SH_CBODY : SH_RAW;
+            return i;
+        }
+        p->sh = p->sh == SH_CD1 ? SH_CD2 : SH_RAWNAME;
+        p->sh_k = 0;
+        return i + 1;
+    case SH_CD2: /* "--" ends the comment only before '>' here */
+        return sh_then(p, c == '>', SH_TEXT, i);
+    case SH_RAW:
+        return sh_find(p, s, i, n, '<', SH_RAWLT);
+    case SH_RAWNAME: {
+        const char *name = p->sh_raw == 1 ? "script" : "style";
+        if (lower(c) != (unsigned char)name[p->sh_k]) {
+            sh_off(p); /* "</" in the content: libxml2 may read it either way */
+            return i;
+        }
+        if (name[++p->sh_k] == '\0')
+            p->sh = SH_RAWEND;
+        return i + 1;
+    }
+    default:
+        sh_off(p);
+        return i;
+    }
+}
+
+/* UTF-8 (NULs replaced) on its way to blk_put, unread values shortened. */
+static void sh_put(links_parser *p, const unsigned char *s, size_t n)
+{
+    if (n == 0)
+        return;
+    size_t i = 0, from = 0;
+    while (i < n && p->sh != SH_OFF && !p->stopped)
+        i = p->sh == SH_TAG ? sh_tag(p, s, i, n, &from) : sh_step(p, s, i, n);
+    p->sh_last = s[n - 1];
+    blk_put(p, s + from, n - from);
 }
 
 /* A tag with too many attributes ahead: parse what precedes it, stop. */
@@ -1179,7 +1643,7 @@ static void push_utf8(links_parser *p, const unsigned char *s, size_t n)
     while (n > 0 && !p->stopped) {
         bool nul;
         size_t ok = guard_scan(p, s, n, &nul);
-        blk_put(p, s, ok);
+        sh_put(p, s, ok);
         if (ok == n || p->stopped)
             return;
         if (!nul) {
@@ -1193,7 +1657,7 @@ static void push_utf8(links_parser *p, const unsigned char *s, size_t n)
                 return;
             }
         }
-        blk_put(p, fffd, 3);
+        sh_put(p, fffd, 3);
         s += ok + 1;
         n -= ok + 1;
     }
@@ -1324,16 +1788,31 @@ static int start_page(links_parser *p)
      * UTF-8 pages are not converted: libxml2 reads our bytes through its
      * pass-through UTF-8 handler (IGNORE_ENC). The guard and the copy into
      * blocks add 12% to libxml2's count (push_utf8 157 M, guard_char 37 M,
-     * g_step 28 M).
+     * g_step 28 M; 2026-12-02: push_utf8 152 M, guard_char 35 M, g_step
+     * 26 M).
      * Tried and not kept (branch jdk, 2026-12-02): shortening the text runs
      * between tags before libxml2 sees them (exact, checked both ways on
      * random, python3-doc and jdk pages and by fuzz_links) fed libxml2
      * 13.5% fewer bytes and cut its count by ~6%, but the pre-pass that
      * finds the runs cost more (151 M -> 341 M): 2,162 M -> 2,252 M (+4%).
-     * javadoc's text comes in short runs; libxml2's cost is in tags. With
-     * the values of attributes we never read (class, title, id, lang, type,
-     * alt, role, aria-*) replaced by one byte the count fell 17%: the next
-     * lever, if it can be made exact. */
+     * javadoc's text comes in short runs; libxml2's cost is in tags.
+     * Kept (branch attrs, 2026-12-02): the values of attributes nothing
+     * reads cut to one byte (sh_put, exact as "Unread attribute values"
+     * says; keep_values turns it off). 507 jdk pages (every 20th from the
+     * first, sorted; 13.3 MB): 2.89 MB elided; libxml2 with our callbacks (blk_flush) 2,116 M ->
+     * 1,730 M (-18%); sh_put's own cost 156 M (scanning in runs and each
+     * value once; 213 M char by char); links_feed + links_finish 2,359 M ->
+     * 2,162 M (-8.4%), and 2,082 M (-11.7%) with utf8_copy's ASCII runs
+     * (6 M; 44 M in the base build, 79 M once the shortener changed what
+     * the compiler inlined). The floor (libxml2 alone, unshortened) is
+     * 2,072 M: the module went from 1.14x to 1.005x of it. keep_values:
+     * 2,320 M, the base less utf8_copy's gain (the block bookkeeping for
+     * shortened values costs nothing measurable). python3-doc, every 5th
+     * page (106, 8.95 MB, 1.84 MB elided): 1,682 M -> 1,552 M (-7.7%;
+     * blk_flush 1,495 M -> 1,191 M, sh_put 143 M), floor 1,441 M. CPU time
+     * gains less than the count: bench_links -r 5 on the jdk pages, 5
+     * interleaved runs each, module CPU / floor CPU median 1.15 -> 1.105
+     * (0.316 s -> 0.306 s median; the machine was shared). */
     quiet q;
     quiet_begin(&q);
     int rc = 0;
@@ -1392,6 +1871,7 @@ links_parser *links_new(const links_opts *o, links_cb cb, void *ud)
     p->max_attrs = o->max_attrs ? o->max_attrs : DEF_MAX_ATTRS;
     if (p->max_attrs > UINT32_MAX - 1)
         p->max_attrs = UINT32_MAX - 1;
+    p->keep_values = o->keep_values != 0;
     p->cb = cb;
     p->ud = ud;
     p->cd = (iconv_t)-1;
@@ -1431,6 +1911,12 @@ void links_reset(links_parser *p, const char *content_type)
     p->cd = (iconv_t)-1;
     p->carry_len = 0;
     p->blk_len = 0;
+    p->blk_orig = 0;
+    p->blk_half = SIZE_MAX;
+    p->sh = p->keep_values ? SH_OFF : SH_TEXT;
+    p->sh_vstart = SIZE_MAX;
+    p->sh_tn = 0;
+    p->sh_last = 0;
     p->finished = false;
     p->stopped = false;
     p->mode = CHARSET_UTF8;

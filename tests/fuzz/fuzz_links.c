@@ -2,7 +2,9 @@
  *
  * Input: byte 0 picks the Content-Type charset and the caps, byte 1 seeds
  * the chunk sizes, the rest is the page. The page is parsed whole and in
- * chunks; both must give the same links (digest) and stats. Every link must
+ * chunks, and whole with links_opts.keep_values flipped (attribute values
+ * shortened or not); all must give the same links (digest), stats, base,
+ * title and robots flags. Every link must
  * hold the module's promises: valid UTF-8, no NUL, not empty, not longer
  * than max_url, no surrounding ASCII whitespace. Any breach aborts. */
 #include <stddef.h>
@@ -74,9 +76,23 @@ static void on_link(void *ud, const links_link *l)
     s->count++;
 }
 
-static void parse(const links_opts *o, const char *ct, const uint8_t *page, size_t n,
-                  unsigned seed, sink *s, links_stats *st)
+typedef struct page_end {
+    links_stats st;
+    uint64_t base, title; /* digests; 0: none */
+    unsigned robots;
+} page_end;
+
+static uint64_t digest_of(const char *s, size_t n)
 {
+    sink d = {.digest = 14695981039346656037ULL};
+    mix(&d, s, n);
+    return d.digest | 1;
+}
+
+static void parse(const links_opts *o, const char *ct, const uint8_t *page, size_t n,
+                  unsigned seed, sink *s, page_end *pe)
+{
+    links_stats *st = &pe->st;
     memset(s, 0, sizeof *s);
     s->max_url = o->max_url ? o->max_url : 8192;
     links_parser *p = links_new(o, on_link, s);
@@ -100,6 +116,14 @@ static void parse(const links_opts *o, const char *ct, const uint8_t *page, size
         abort();
     links_stats_get(p, st);
     if (st->emitted != s->count)
+        abort();
+    size_t len;
+    const char *b = links_base(p, &len);
+    pe->base = b != NULL ? digest_of(b, len) : 0;
+    const char *t = links_title(p, &len);
+    pe->title = t != NULL ? digest_of(t, len) : 0;
+    pe->robots = links_robots(p);
+    if (o->keep_values && st->elided != 0)
         abort();
     links_free(p);
 }
@@ -128,13 +152,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 16)
         o.max_bytes = size / 2 + 1;
     unsigned seed = data[1] ? data[1] : 1;
-    sink a, b;
-    links_stats sa, sb;
-    parse(&o, ct, data + 2, size - 2, 0, &a, &sa);
-    parse(&o, ct, data + 2, size - 2, seed, &b, &sb);
-    if (a.digest != b.digest || a.count != b.count || sa.truncated != sb.truncated ||
-        memcmp(sa.dropped, sb.dropped, sizeof sa.dropped) != 0 || sa.invalid != sb.invalid ||
-        sa.nul_bytes != sb.nul_bytes)
+    o.keep_values = (data[0] & 32) != 0;
+    sink a, b, c;
+    page_end ea, eb, ec;
+    parse(&o, ct, data + 2, size - 2, 0, &a, &ea);
+    parse(&o, ct, data + 2, size - 2, seed, &b, &eb);
+    o.keep_values = !o.keep_values;
+    parse(&o, ct, data + 2, size - 2, 0, &c, &ec);
+    const page_end *es[] = {&eb, &ec};
+    const sink *ss[] = {&b, &c};
+    for (int k = 0; k < 2; k++) {
+        const links_stats *sa = &ea.st, *sb = &es[k]->st;
+        if (a.digest != ss[k]->digest || a.count != ss[k]->count ||
+            sa->truncated != sb->truncated ||
+            memcmp(sa->dropped, sb->dropped, sizeof sa->dropped) != 0 ||
+            sa->invalid != sb->invalid || sa->nul_bytes != sb->nul_bytes ||
+            sa->styles != sb->styles || sa->style_dropped != sb->style_dropped ||
+            ea.base != es[k]->base || ea.title != es[k]->title || ea.robots != es[k]->robots)
+            abort();
+    }
+    if (ea.st.elided != eb.st.elided) /* chunking changes nothing either */
         abort();
     return 0;
 }
