@@ -206,6 +206,7 @@ struct op {
     int64_t fetched_at;
     int64_t linked;     /* INSERT, LINKED: last_linked; FORGET: the cutoff */
     int absent;         /* INSERT: the caller knows the url has no row */
+    int keep_linked;    /* INSERT: a row already there is not restamped */
     int depth;
     int kind;
     int state;
@@ -336,6 +337,32 @@ struct db_reader {
 };
 
 /* ---- small helpers ---- */
+
+#ifdef CRAWLD_FAULT_HOOKS
+/* Test builds only: CRAWLD_FP_BITS=N (read by every db_open) keeps N low
+ * bits of each fingerprint, so that many URLs share one and every look-up
+ * must settle a match by the text. Process-wide, as the fingerprint is. */
+static _Atomic int64_t fp_mask = -1;
+
+static void fp_bits_parse(void)
+{
+    const char *e = getenv("CRAWLD_FP_BITS");
+    char *end = NULL;
+    long bits = e ? strtol(e, &end, 10) : 64;
+    atomic_store(&fp_mask, e && end != e && bits >= 0 && bits < 63
+                               ? (int64_t)((1ULL << bits) - 1) : -1);
+}
+#endif
+
+/* The fingerprint urls.fp holds for a URL (storage/urlfp). */
+static int64_t key_fp(const char *url, size_t len)
+{
+    int64_t fp = urlfp(url, len);
+#ifdef CRAWLD_FAULT_HOOKS
+    fp &= atomic_load(&fp_mask);
+#endif
+    return fp;
+}
 
 /* Maps an SQLite result code to a negative errno. */
 static int sql_errno(int rc)
@@ -564,7 +591,7 @@ static void sql_urlfp(sqlite3_context *cx, int argc, sqlite3_value **argv)
     if (t == NULL)
         sqlite3_result_null(cx);
     else
-        sqlite3_result_int64(cx, urlfp((const char *)t, (size_t)n));
+        sqlite3_result_int64(cx, key_fp((const char *)t, (size_t)n));
 }
 
 /* Appends "name" with its double quotes doubled. 0 or -ENOMEM. */
@@ -965,6 +992,9 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
     }
     if (check_opts(o, &opts, err, errlen) < 0)
         return NULL;
+#ifdef CRAWLD_FAULT_HOOKS
+    fp_bits_parse();
+#endif
     if (!sqlite3_threadsafe()) {
         cr_errf(err, errlen, "this SQLite library was built without thread support");
         return NULL;
@@ -1168,10 +1198,11 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     o->linked = u->linked_s ? u->linked_s : o->discovered_at / 1000;
     o->hops = u->hops;
     o->absent = u->absent;
+    o->keep_linked = u->keep_linked;
     o->url_len = ul;
     o->host_len = hl;
     o->fetch_url_len = fl;
-    o->fp = urlfp(u->url, ul);
+    o->fp = key_fp(u->url, ul);
     if (!copy) {
         o->url = u->url;
         o->host = u->host;
@@ -1529,7 +1560,7 @@ int db_touch_linked(db *d, const char *url, size_t url_len, int64_t linked)
     o.type = OP_LINKED;
     o.url = o.mem;
     o.url_len = url_len;
-    o.fp = urlfp(url, url_len);
+    o.fp = key_fp(url, url_len);
     o.linked = linked;
     return enqueue(d, &o);
 }
@@ -1727,7 +1758,7 @@ static int apply_insert(db *d, struct op *o)
         }
         sqlite3_reset(s);
         if (rc == SQLITE_ROW) /* linked again: the row takes the newer stamp */
-            return apply_linked(d, o);
+            return o->keep_linked ? SQLITE_OK : apply_linked(d, o);
         if (rc != SQLITE_DONE)
             return rc;
     }
@@ -2291,7 +2322,7 @@ int db_reader_exists(db_reader *rd, const char *url, size_t url_len, int64_t *id
     if (url_len > DB_URL_MAX)
         return 0; /* never stored */
     sqlite3_bind_text(s, 1, url, (int)url_len, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, urlfp(url, url_len));
+    sqlite3_bind_int64(s, 2, key_fp(url, url_len));
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW && id != NULL)
         *id = sqlite3_column_int64(s, 0);

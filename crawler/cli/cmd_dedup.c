@@ -85,23 +85,39 @@ typedef struct run {
     db *d;
     verifier *ver;
     seen *s;
-    /* New URLs are printed only once stored: they wait in held (one line
-     * each, ends[] marking where each ends; the first is new URL number
-     * held_first, counted from 1) until a flush commits them. */
+    /* URLs that are or may be new are printed only once stored: they wait
+     * in held (one line each, ends[] marking where each ends) until a
+     * flush commits them, and verdict[i] says what the store made of line
+     * i: the Bloom filter's NO is new for certain, a MAYBE queued to the
+     * writer's look-up (SEEN_VERIFYING) may turn out a duplicate. */
     cr_buf held;
-    size_t *ends, nheld, cap_ends;
-    uint64_t held_first, n_new;
+    size_t *ends, nheld;
+    unsigned char *verdict;
 } run;
 
-/* The number of the last new URL whose row committed (the writer commits
- * in queue order, so every earlier one is stored too). */
-static atomic_uint_fast64_t stored_upto;
+enum { V_UNKNOWN, V_NEW, V_DUP };
 
-/* Writer thread, after the COMMIT of an asynchronous insert. */
+/* Lines held at most before a flush: ends[] and verdict[] have this many
+ * slots, allocated once, since the writer writes verdicts while the
+ * stream goes on. */
+#define HELD_LINES (1u << 17)
+
+/* The held line (its index + 1) whose row committed last (the writer
+ * commits in queue order, so every earlier one is stored too), and the
+ * verdicts on_stored fills in. Set on the writer thread; read after a
+ * flush, which waited for those commits. */
+static atomic_uint_fast64_t stored_upto;
+static unsigned char *held_verdict;
+
+/* Writer thread, after the COMMIT of an asynchronous insert or look-up:
+ * ud is the held line's index + 1, res->status 1 new, 0 already stored. */
 static void on_stored(void *ud, const db_result *res)
 {
-    if (res->status >= 0)
-        atomic_store(&stored_upto, (uint_fast64_t)(uintptr_t)ud);
+    size_t i = (size_t)(uintptr_t)ud;
+    if (res->status >= 0) {
+        held_verdict[i - 1] = res->status > 0 ? V_NEW : V_DUP;
+        atomic_store(&stored_upto, (uint_fast64_t)i);
+    }
 }
 
 /* Opens the database and the filter (its snapshot, or rebuilt); catches up. */
@@ -145,7 +161,12 @@ static int open_state(run *r)
     }
     bloom_params bp;
     wire_bloom_params(&r->cfg, &bp);
-    /* the recent cache only ever confirms a MAYBE; never verifying, it is dead weight */
+    /* the recent cache only ever confirms a MAYBE; never verifying, it is
+     * dead weight. A MAYBE is settled by the writer, in its batch, not by
+     * a read connection while the stream waits: 10M lines, 60% repeats,
+     * 2.3M of them past the recent cache; each such wait re-read its
+     * pages from the file (a read connection's cache is void after every
+     * commit), half the reading thread's CPU */
     seen_opts so = { r->verify,
                      r->verify == SEEN_VERIFY_NEVER ? 0 : (size_t)r->cfg.dedup.recent_cache };
     r->s = verifier_open_seen(r->ver, r->d, r->state_dir ? r->snap_path : NULL, &bp, NULL, &so, stderr,
@@ -154,6 +175,8 @@ static int open_state(run *r)
         fprintf(stderr, "crawld dedup: %s\n", err);
         return -1;
     }
+    if (r->verify != SEEN_VERIFY_NEVER)
+        seen_verify_async(r->s); /* -ENOTSUP: MAYBEs are waited for, as correct */
     return 0;
 }
 
@@ -178,43 +201,42 @@ static int write_json(const char *path, const seen_counters *c, const bloom_stat
  * batch_size allows and spent ~1.7x the CPU per URL (bench_dedup). */
 #define HELD_MAX (8u << 20)
 
-/* Holds one new URL's line until it is stored. 0 or -ENOMEM. */
+/* Holds the line of held slot r->nheld (its verdict already set or to
+ * come). 0 or -ENOMEM. */
 static int hold(run *r, const char *line, size_t len)
 {
-    if (r->nheld == r->cap_ends) {
-        size_t cap = r->cap_ends ? r->cap_ends * 2 : 1024;
-        size_t *v = cr_realloc(r->ends, cap * sizeof *v);
-        if (v == NULL)
-            return -ENOMEM;
-        r->ends = v;
-        r->cap_ends = cap;
-    }
     if (cr_buf_append(&r->held, line, len) < 0)
         return -ENOMEM;
-    if (r->nheld == 0)
-        r->held_first = r->n_new;
     r->ends[r->nheld++] = r->held.len;
     return 0;
 }
 
-/* Prints the held URLs that are stored: all of them after a successful
- * flush; after a failed one (the writer gave up), those whose rows had
- * committed before the failure, which a later run will not print again.
- * 0, or -1 when the flush failed. */
+/* Prints the held URLs that are stored and new: all of those after a
+ * successful flush; after a failed one (the writer gave up), those whose
+ * rows had committed before the failure, which a later run will not print
+ * again. 0, or -1 when the flush failed. */
 static int release_held(run *r)
 {
     int rc = r->d && db_flush(r->d) < 0 ? -1 : 0;
-    size_t k = r->nheld;
+    size_t k = r->nheld, from = 0, start = 0;
     if (rc < 0) {
         uint64_t upto = atomic_load(&stored_upto);
-        k = upto < r->held_first ? 0 : (size_t)(upto - r->held_first + 1);
-        if (k > r->nheld)
-            k = r->nheld;
+        k = upto < k ? (size_t)upto : k;
     }
-    if (k > 0)
-        fwrite(r->held.data, 1, r->ends[k - 1], stdout);
+    for (size_t i = 0; i < k; i++) { /* runs of new lines, one fwrite each */
+        size_t begin = i ? r->ends[i - 1] : 0;
+        if (r->verdict[i] != V_NEW) {
+            if (begin > start)
+                fwrite(r->held.data + start, 1, begin - start, stdout);
+            start = r->ends[i];
+        }
+        from = r->ends[i];
+    }
+    if (from > start)
+        fwrite(r->held.data + start, 1, from - start, stdout);
     cr_buf_clear(&r->held);
     r->nheld = 0;
+    atomic_store(&stored_upto, 0);
     return rc;
 }
 
@@ -230,7 +252,14 @@ static int dedup_stream(run *r)
     uint64_t lineno = 0, rejected = 0;
     int rc = 0;
     double next_snap = (double)cr_mono_ms() / 1e3 + (double)r->cfg.dedup.snapshot_interval_s;
-    while (!stop_signal && (n = getline(&line, &cap, stdin)) >= 0) {
+    r->ends = cr_malloc(HELD_LINES * sizeof *r->ends);
+    r->verdict = cr_malloc(HELD_LINES);
+    held_verdict = r->verdict;
+    if (r->ends == NULL || r->verdict == NULL) {
+        fprintf(stderr, "crawld dedup: out of memory\n");
+        rc = 1;
+    }
+    while (rc == 0 && !stop_signal && (n = getline(&line, &cap, stdin)) >= 0) {
         lineno++;
         size_t len = (size_t)n;
         if (len && line[len - 1] == '\n')
@@ -251,9 +280,18 @@ static int dedup_stream(run *r)
         }
         size_t hoff = 0, hlen = 0;
         url_host(out.data, out.len, &hoff, &hlen);
+        if (r->nheld == HELD_LINES && release_held(r) < 0) {
+            char msg[256];
+            db_last_error(r->d, msg, sizeof msg);
+            fprintf(stderr, "crawld dedup: line %llu: %s\n", (unsigned long long)lineno, msg);
+            rc = 1;
+            break;
+        }
+        /* no insert of this slot is in flight: its last line was a duplicate */
+        r->verdict[r->nheld] = V_UNKNOWN;
         verifier_row row = { .u = { .host = out.data + hoff, .host_len = hlen,
                                     .kind = DB_KIND_SEED, .state = DB_STATE_SEEN_ONLY },
-                             .on_new = on_stored, .ud = (void *)(uintptr_t)(r->n_new + 1) };
+                             .on_new = on_stored, .ud = (void *)(uintptr_t)(r->nheld + 1) };
         int res = seen_test(r->s, out.data, out.len, true, &row);
         if (res < 0) {
             char msg[256];
@@ -263,10 +301,13 @@ static int dedup_stream(run *r)
             rc = 1;
             break;
         }
-        if (seen_is_new((seen_result)res)) {
-            r->n_new++;
-            if (res == SEEN_NEW_VERIFIED) /* inserted and committed, after all before it */
-                atomic_store(&stored_upto, r->n_new);
+        if (seen_is_new((seen_result)res) || res == SEEN_VERIFYING) {
+            if (res == SEEN_NEW_VERIFIED) { /* inserted and committed, after all before it */
+                r->verdict[r->nheld] = V_NEW;
+                atomic_store(&stored_upto, r->nheld + 1);
+            } else if (r->ver == NULL) { /* the filter alone decides: nothing is stored */
+                r->verdict[r->nheld] = V_NEW;
+            }
             out.data[out.len] = '\n';
             if (hold(r, out.data, out.len + 1) < 0 ||
                 (r->held.len >= HELD_MAX && release_held(r) < 0)) {
@@ -287,10 +328,11 @@ static int dedup_stream(run *r)
     }
     free(line);
     cr_buf_release(&out);
-    if (release_held(r) < 0)
+    if (r->ends && r->verdict && release_held(r) < 0)
         rc = 1; /* reported below, with the database's message */
     cr_buf_release(&r->held);
     cr_free(r->ends);
+    cr_free(r->verdict);
     if (fflush(stdout) != 0) {
         fprintf(stderr, "crawld dedup: cannot write stdout: %s\n", strerror(errno));
         rc = 1;
