@@ -148,9 +148,9 @@ static void seen_ack_checked(void *arg, const char *key, size_t len, int64_t lin
     pendset_del(s->pend, fp.lo, fp.hi);
 }
 
-/* A MAYBE queued to the verifier instead of waited for: pending until the
- * ack, so a later test of the key is a DUP_PENDING whatever the answer. */
-static int verify_later(seen *s, const char *key, size_t len, hash_fp fp, int64_t stamp, void *row)
+/* Puts the key in the pending set: 1 added; SEEN_DUP_PENDING when it was
+ * there (counted); or a negative errno (counted as an error). */
+static int pend(seen *s, hash_fp fp)
 {
     int added = pendset_add(s->pend, fp.lo, fp.hi);
     if (added < 0) {
@@ -162,6 +162,16 @@ static int verify_later(seen *s, const char *key, size_t len, hash_fp fp, int64_
         bump(s, DUP_PENDING);
         return SEEN_DUP_PENDING;
     }
+    return 1;
+}
+
+/* A MAYBE queued to the verifier instead of waited for: pending until the
+ * ack, so a later test of the key is a DUP_PENDING whatever the answer. */
+static int verify_later(seen *s, const char *key, size_t len, hash_fp fp, int64_t stamp, void *row)
+{
+    int added = pend(s, fp);
+    if (added != 1)
+        return added;
     int rc = s->v.check_insert_async(s->v.ctx, key, len, stamp, row, seen_ack_checked, s);
     if (rc < 0) {
         pendset_del(s->pend, fp.lo, fp.hi);
@@ -192,16 +202,9 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
     int64_t stamp = gens_stamp(s->g, cr_wall_ms() / 1000);
     int q = gens_query_fp(s->g, fp);
     if (q == GENS_NO) {
-        int added = pendset_add(s->pend, fp.lo, fp.hi);
-        if (added < 0) {
-            bump(s, ERRORS);
+        int added = pend(s, fp);
+        if (added != 1)
             return added;
-        }
-        if (added == 0) {
-            bump(s, KEYS);
-            bump(s, DUP_PENDING);
-            return SEEN_DUP_PENDING;
-        }
         /* committed and acknowledged between the query and the add? */
         q = gens_query_fp(s->g, fp);
         if (q != GENS_NO) {

@@ -748,10 +748,20 @@ fail:
     return rc;
 }
 
+/* Process-wide, before SQLite's first use: no memory statistics (each
+ * allocation would take a global mutex to count itself; nothing here
+ * reads them). Refused harmlessly if SQLite was set up already. */
+static void sqlite_setup(void)
+{
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 /* Opens path with flags and the settings every connection shares. */
 static int open_conn(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     sqlite3 *c = NULL;
+    pthread_once(&once, sqlite_setup);
     int rc = sqlite3_open_v2(path, &c, flags | SQLITE_OPEN_NOMUTEX, NULL);
 
     if (rc != SQLITE_OK) {

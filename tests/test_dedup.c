@@ -57,17 +57,24 @@ static int run_awk(const char *in, size_t len, cr_buf *out)
     return proc_run(argv, in, len, out, NULL);
 }
 
-static int run_dedup(const char *const args[], const char *in, size_t len, cr_buf *out,
-                     cr_buf *err)
+/* Runs bin's dedup with args on in. */
+static int run_dedup_bin(const char *bin, const char *const args[], const char *in, size_t len,
+                         cr_buf *out, cr_buf *err)
 {
     const char *argv[32];
     size_t n = 0;
-    argv[n++] = proc_crawld_path();
+    argv[n++] = bin;
     argv[n++] = "dedup";
     for (size_t i = 0; args[i]; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
     return proc_run(argv, in, len, out, err);
+}
+
+static int run_dedup(const char *const args[], const char *in, size_t len, cr_buf *out,
+                     cr_buf *err)
+{
+    return run_dedup_bin(proc_crawld_path(), args, in, len, out, err);
 }
 
 static void verify_always_equals_awk(void **state)
@@ -325,14 +332,7 @@ static const char *faults_bin(void)
 static int run_dedup_faults(const char *const args[], const char *in, size_t len, cr_buf *out,
                             cr_buf *err)
 {
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = faults_bin();
-    argv[n++] = "dedup";
-    for (size_t i = 0; args[i]; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    return proc_run(argv, in, len, out, err);
+    return run_dedup_bin(faults_bin(), args, in, len, out, err);
 }
 
 /* n lines drawn from a small space of URLs of random shape, so that about
