@@ -234,6 +234,7 @@ struct db {
     sqlite3_stmt *st[ST_COUNT];
     struct op *batch;
     struct op **order;  /* apply_batch's order of a batch's ops */
+    struct keyed { uint64_t key; struct op *o; } *sortbuf; /* order_batch's, 2 * batch_size */
     int64_t delta[DB_STATE_COUNT];
     int64_t max_id;     /* highest committed row id */
     int64_t batch_max;  /* ... including the batch being applied */
@@ -983,6 +984,7 @@ static void db_free(db *d)
     pthread_mutex_destroy(&d->mu);
     cr_free(d->batch);
     cr_free(d->order);
+    cr_free(d->sortbuf);
     cr_free(d->ring);
     cr_free(d->path);
     cr_free(d->dir);
@@ -1026,7 +1028,9 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
     d->ring = cr_calloc(d->cap, sizeof *d->ring);
     d->batch = cr_calloc((size_t)opts.batch_size, sizeof *d->batch);
     d->order = cr_calloc((size_t)opts.batch_size, sizeof *d->order);
-    if (d->path == NULL || d->ring == NULL || d->batch == NULL || d->order == NULL)
+    d->sortbuf = cr_malloc(2 * (size_t)opts.batch_size * sizeof *d->sortbuf);
+    if (d->path == NULL || d->ring == NULL || d->batch == NULL || d->order == NULL
+        || d->sortbuf == NULL)
         goto oom;
     if (make_dirs(state_dir, err, errlen) < 0)
         goto fail;
@@ -1897,11 +1901,37 @@ static int is_seen_only_insert(const struct op *o)
     return o->type == OP_INSERT && o->state == DB_STATE_SEEN_ONLY;
 }
 
-static int by_fp(const void *a, const void *b)
+/* Sorts order[0..n) by fingerprint: an LSD radix sort, a byte per pass
+ * (a pass whose byte is the same in every key is skipped), stable. The
+ * key is the fingerprint with its sign bit flipped, so that unsigned
+ * order is SQLite's integer order. On 100,000 ops it replaced qsort,
+ * which took ~5% of the writer's CPU in `crawld dedup`. */
+static void sort_by_fp(db *d, struct op **order, size_t n)
 {
-    const struct op *x = *(struct op *const *)a, *y = *(struct op *const *)b;
+    struct keyed *a = d->sortbuf, *b = d->sortbuf + n, *t;
+    size_t count[256];
 
-    return x->fp < y->fp ? -1 : x->fp > y->fp;
+    for (size_t i = 0; i < n; i++)
+        a[i] = (struct keyed){ (uint64_t)order[i]->fp ^ (1ULL << 63), order[i] };
+    for (int shift = 0; shift < 64; shift += 8) {
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++)
+            count[(a[i].key >> shift) & 0xff]++;
+        if (count[(a[0].key >> shift) & 0xff] == n)
+            continue;
+        for (size_t c = 0, sum = 0; c < 256; c++) {
+            size_t k = count[c];
+            count[c] = sum;
+            sum += k;
+        }
+        for (size_t i = 0; i < n; i++)
+            b[count[(a[i].key >> shift) & 0xff]++] = a[i];
+        t = a;
+        a = b;
+        b = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = a[i].o;
 }
 
 /* The order apply_batch applies batch[0..n) in: queue order, except that
@@ -1921,7 +1951,7 @@ static void order_batch(db *d, struct op *batch, size_t n)
         while (j < n && is_seen_only_insert(&batch[j]))
             j++;
         if (j - i > 1)
-            qsort(d->order + i, j - i, sizeof *d->order, by_fp);
+            sort_by_fp(d, d->order + i, j - i);
         i = j > i ? j : i + 1;
     }
 }

@@ -2166,6 +2166,41 @@ static void test_colliding_fingerprints_stay_exact(void **state)
     assert_true(raw_int(f->state, "SELECT count(DISTINCT fp) FROM urls") <= 16);
 }
 
+/* A batch of seen_only inserts is applied in fingerprint order (signed,
+ * as SQLite orders integers): within it, ids ascend with fp. A frontier
+ * row among them keeps its place in the queue. */
+static void test_seen_only_batch_in_fp_order(void **state)
+{
+    fixture *f = *state;
+    enum { N = 600 };
+    static char urls[N][64];
+    db_url u[N];
+    int status[N];
+    int64_t ids[N];
+    db *d = open_ok(f->state, NULL);
+    for (int i = 0; i < N; i++) {
+        make_url(urls[i], sizeof urls[i], i % 5, i);
+        u[i] = url_of(urls[i], "h.example", 0);
+        u[i].state = i == N / 2 ? DB_STATE_QUEUED : DB_STATE_SEEN_ONLY;
+    }
+    assert_int_equal(db_insert_urls_wait(d, u, N, status, ids), 0);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(status[i], 1);
+    assert_int_equal(db_close(d), 0);
+    assert_true(raw_int(f->state, "SELECT count(*) FROM urls WHERE fp < 0") > 0);
+    assert_true(raw_int(f->state, "SELECT count(*) FROM urls WHERE fp > 0") > 0);
+    /* the queued row splits the batch in two runs, each sorted */
+    int64_t mid = ids[N / 2];
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls a JOIN urls b"
+                                       " ON a.id < b.id AND a.fp > b.fp"
+                                       " WHERE a.state = 4 AND b.state = 4 AND"
+                                       " (a.id < (SELECT id FROM urls WHERE state = 0))"
+                                       " = (b.id < (SELECT id FROM urls WHERE state = 0))"),
+                     0);
+    for (int i = 0; i < N; i++)
+        assert_true(i < N / 2 ? ids[i] < mid : i == N / 2 || ids[i] > mid);
+}
+
 /* Redirect hops are stored with the row and read back (the limit holds
  * across a restart); a negative count is refused. */
 static void test_hops_read_back(void **state)
@@ -2440,6 +2475,7 @@ int main(void)
         T(test_fingerprint_match_compares_text),
         T(test_keep_linked_leaves_the_row),
         T(test_colliding_fingerprints_stay_exact),
+        T(test_seen_only_batch_in_fp_order),
         T(test_hops_read_back),
         T(test_last_linked_moves_forward),
         T(test_forget_in_bounded_steps),
