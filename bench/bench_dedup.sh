@@ -4,7 +4,8 @@
 # N URL lines (default 10,000,000; DEDUP_LINES overrides), 60% of them
 # repeats of an earlier line, generated before any timing. Each tool runs
 # RUNS times (default 3), interleaved; the table shows medians of wall time,
-# lines/s, CPU time and peak RSS (/usr/bin/time), with ratios against awk.
+# lines/s, CPU time and peak RSS (/usr/bin/time), with ratios against awk,
+# and whether every run's output was byte-equal to awk's (= awk).
 # crawld runs with its shipped defaults plus a temporary database.
 # Called by bench/run.sh (env BIN = folder of bin/crawld).
 set -e
@@ -35,7 +36,9 @@ run() { # name command...
     name=$1; shift
     /usr/bin/time -f "%e %U %S %M" -o "$tmp/t" "$@" < "$tmp/urls.txt" > "$tmp/out.$name" 2>"$tmp/err.$name"
     out=$(wc -l < "$tmp/out.$name")
-    echo "$name $(cat "$tmp/t") $out" >> "$tmp/results"
+    same=no   # byte-equal to awk's output (awk runs first in each round)
+    cmp -s "$tmp/out.awk" "$tmp/out.$name" && same=yes
+    echo "$name $(cat "$tmp/t") $out $same" >> "$tmp/results"
 }
 
 i=0
@@ -52,7 +55,8 @@ function median(a, k,   i, j, t) {   # sort k values, return the middle one
     for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return a[int((k + 1) / 2)]
 }
-{ c = ++cnt[$1]; W[$1, c] = $2; C[$1, c] = $3 + $4; R[$1, c] = $5; O[$1] = $6 }
+{ c = ++cnt[$1]; W[$1, c] = $2; C[$1, c] = $3 + $4; R[$1, c] = $5; O[$1] = $6
+  if ($7 != "yes") S[$1] = "no"; else if (S[$1] == "") S[$1] = "yes" }
 END {
     split("awk sort_u never always", order, " ")
     for (t = 1; t <= 4; t++) {
@@ -63,11 +67,11 @@ END {
     }
     label["awk"] = "awk !seen[$0]++"; label["sort_u"] = "sort -u (sorted output)"
     label["never"] = "crawld dedup --verify never"; label["always"] = "crawld dedup --verify always"
-    printf "| tool | lines out | wall s | lines/s | speed vs awk | CPU s | peak RSS MiB | RSS vs awk |\n"
-    printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
+    printf "| tool | lines out | = awk | wall s | lines/s | speed vs awk | CPU s | peak RSS MiB | RSS vs awk |\n"
+    printf "|---|---:|:---:|---:|---:|---:|---:|---:|---:|\n"
     for (t = 1; t <= 4; t++) {
         name = order[t]
-        printf "| %s | %d | %.2f | %.0f | %.2fx | %.2f | %.1f | %.3f |\n", label[name], O[name], w[name], n / w[name], w["awk"] / w[name], cpu[name], rss[name] / 1024, rss[name] / rss["awk"]
+        printf "| %s | %d | %s | %.2f | %.0f | %.2fx | %.2f | %.1f | %.3f |\n", label[name], O[name], S[name], w[name], n / w[name], w["awk"] / w[name], cpu[name], rss[name] / 1024, rss[name] / rss["awk"]
     }
 }' "$tmp/results"
 echo

@@ -84,11 +84,11 @@ static void on_committed(void *ud, const db_result *r)
     cr_free(a);
 }
 
-static int record_new(void *ctx, const char *key, size_t len, int64_t linked, bool absent,
-                      void *row, seen_ack_fn ack, void *ack_arg)
+/* Queues the row's insert; ack and then the row's on_new hear of its
+ * commit. keep: a row already there is left as it is (a look-up). */
+static int queue_insert(verifier *v, const char *key, size_t len, int64_t linked, bool absent,
+                        bool keep, verifier_row *r, seen_ack_fn ack, void *ack_arg)
 {
-    verifier *v = ctx;
-    verifier_row *r = row;
     acked *a = cr_malloc(sizeof *a);
     if (a == NULL)
         return -ENOMEM;
@@ -97,10 +97,25 @@ static int record_new(void *ctx, const char *key, size_t len, int64_t linked, bo
     r->u.url_len = len;
     r->u.linked_s = linked;
     r->u.absent = absent;
+    r->u.keep_linked = keep;
     int rc = db_insert_url(v->d, &r->u, on_committed, a);
     if (rc < 0)
         cr_free(a);
     return rc;
+}
+
+static int record_new(void *ctx, const char *key, size_t len, int64_t linked, bool absent,
+                      void *row, seen_ack_fn ack, void *ack_arg)
+{
+    return queue_insert(ctx, key, len, linked, absent, false, row, ack, ack_arg);
+}
+
+/* The writer's look-up settles it, in its batch (sorted by fingerprint,
+ * on its warm page cache), instead of a read connection now. */
+static int check_insert_async(void *ctx, const char *key, size_t len, int64_t linked, void *row,
+                              seen_ack_fn ack, void *ack_arg)
+{
+    return queue_insert(ctx, key, len, linked, false, true, row, ack, ack_arg);
 }
 
 static int check_insert(void *ctx, const char *key, size_t len, int64_t linked, void *row)
@@ -129,7 +144,7 @@ static int refresh(void *ctx, const char *key, size_t len, int64_t linked)
 
 seen_verifier verifier_iface(verifier *v)
 {
-    seen_verifier s = { v, record_new, check_insert, refresh };
+    seen_verifier s = { v, record_new, check_insert, refresh, check_insert_async };
     return s;
 }
 

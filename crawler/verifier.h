@@ -7,7 +7,9 @@
  * duplicate, cheaply. Only when no committed row exists does it insert and
  * wait for the commit, so the writer's exact look-up (storage/db) gives the final answer
  * also for a row still queued behind the writer. Read connections are kept
- * in a small pool, so any thread may call it. */
+ * in a small pool, so any thread may call it. check_insert_async queues
+ * the same "insert unless present" without waiting (a row already there
+ * keeps its stamp); its answer comes with the ack. */
 #ifndef CRAWLD_VERIFIER_H
 #define CRAWLD_VERIFIER_H
 

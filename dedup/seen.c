@@ -31,6 +31,7 @@ struct seen {
     pendset *pend;
     seen_verifier v;
     bool have_verifier;
+    bool async;      /* seen_verify_async */
     int verify;
     stripe st[STRIPES];
 };
@@ -90,6 +91,14 @@ seen *seen_new_gens(gens *g, const seen_opts *o, const seen_verifier *v)
     return s;
 }
 
+int seen_verify_async(seen *s)
+{
+    if (!s->have_verifier || s->v.check_insert_async == NULL || gens_rotating(s->g))
+        return -ENOTSUP;
+    s->async = true;
+    return 0;
+}
+
 void seen_free(seen *s)
 {
     if (s == NULL)
@@ -117,6 +126,62 @@ static void seen_ack(void *arg, const char *key, size_t len, int64_t linked, int
     pendset_del(s->pend, fp.lo, fp.hi);
 }
 
+/* The verifier's answer to a queued MAYBE (seen_verify_async): a new row gets
+ * its Bloom bits (a false positive caught), a row already there was a
+ * duplicate; either way the key is committed, so the recent cache takes
+ * it before it leaves the pending set. */
+static void seen_ack_checked(void *arg, const char *key, size_t len, int64_t linked, int status)
+{
+    seen *s = arg;
+    hash_fp fp = hash_fingerprint(key, len);
+    if (status > 0) {
+        gens_add_at(s->g, fp, linked);
+        bump(s, NEW_VERIFIED);
+        bump(s, CHECKED_NEW);
+    } else if (status == 0) {
+        bump(s, DUP_VERIFIED);
+    } else {
+        bump(s, UNSTORED);
+    }
+    if (status >= 0)
+        recent_check_add(s->cache, fp.lo, fp.hi);
+    pendset_del(s->pend, fp.lo, fp.hi);
+}
+
+/* Puts the key in the pending set: 1 added; SEEN_DUP_PENDING when it was
+ * there (counted); or a negative errno (counted as an error). */
+static int pend(seen *s, hash_fp fp)
+{
+    int added = pendset_add(s->pend, fp.lo, fp.hi);
+    if (added < 0) {
+        bump(s, ERRORS);
+        return added;
+    }
+    if (added == 0) {
+        bump(s, KEYS);
+        bump(s, DUP_PENDING);
+        return SEEN_DUP_PENDING;
+    }
+    return 1;
+}
+
+/* A MAYBE queued to the verifier instead of waited for: pending until the
+ * ack, so a later test of the key is a DUP_PENDING whatever the answer. */
+static int verify_later(seen *s, const char *key, size_t len, hash_fp fp, int64_t stamp, void *row)
+{
+    int added = pend(s, fp);
+    if (added != 1)
+        return added;
+    int rc = s->v.check_insert_async(s->v.ctx, key, len, stamp, row, seen_ack_checked, s);
+    if (rc < 0) {
+        pendset_del(s->pend, fp.lo, fp.hi);
+        bump(s, ERRORS);
+        return rc;
+    }
+    bump(s, KEYS);
+    return SEEN_VERIFYING;
+}
+
 /* A key the newest generation lacks but an older one holds: into the
  * newest, and its row stamped, once (the thread whose add set the bits
  * writes; a second thread racing it may write too, harmlessly). */
@@ -137,16 +202,9 @@ int seen_test(seen *s, const char *key, size_t len, bool in_scope, void *row)
     int64_t stamp = gens_stamp(s->g, cr_wall_ms() / 1000);
     int q = gens_query_fp(s->g, fp);
     if (q == GENS_NO) {
-        int added = pendset_add(s->pend, fp.lo, fp.hi);
-        if (added < 0) {
-            bump(s, ERRORS);
+        int added = pend(s, fp);
+        if (added != 1)
             return added;
-        }
-        if (added == 0) {
-            bump(s, KEYS);
-            bump(s, DUP_PENDING);
-            return SEEN_DUP_PENDING;
-        }
         /* committed and acknowledged between the query and the add? */
         q = gens_query_fp(s->g, fp);
         if (q != GENS_NO) {
@@ -191,6 +249,8 @@ maybe:
         bump(s, DUP_RECENT);
         return SEEN_DUP_RECENT;
     }
+    if (s->async)
+        return verify_later(s, key, len, fp, stamp, row);
     int rc = s->v.check_insert(s->v.ctx, key, len, stamp, row);
     if (rc < 0) {
         bump(s, ERRORS);

@@ -6,7 +6,9 @@
  *   Bloom MAYBE, not verified -> duplicate, trusting the Bloom filter
  *   Bloom MAYBE, verified     -> the exact recent-fingerprint cache, then the
  *                                verifier's check_insert (SQLite in crawld),
- *                                whose answer is final
+ *                                whose answer is final; with seen_verify_async
+ *                                the key is queued (pending) and the
+ *                                verifier's ack gives that answer later
  *
  * Whether a MAYBE is verified is the policy: never, always, or in-scope
  * (only keys the caller marks as ones the crawl would fetch). The verifier
@@ -70,6 +72,13 @@ typedef struct seen_verifier {
      * again: set its row's last-linked time to linked (asynchronously, in
      * the writer's next batch; a missing row is no error). 0 or < 0. */
     int (*refresh)(void *ctx, const char *key, size_t len, int64_t linked);
+    /* May be NULL. A Bloom MAYBE, asynchronously (seen_verify_async):
+     * queue "insert the key unless present" behind every record made
+     * before it and call ack(ack_arg, ...) after the commit, status 1 (it
+     * was new), 0 (a row had it; that row is left as it is) or < 0 (not
+     * stored). 0 queued, or < 0 (then no ack). */
+    int (*check_insert_async)(void *ctx, const char *key, size_t len, int64_t linked, void *row,
+                              seen_ack_fn ack, void *ack_arg);
 } seen_verifier;
 
 typedef enum seen_result {
@@ -78,7 +87,9 @@ typedef enum seen_result {
     SEEN_DUP_TRUSTED,    /* Bloom said MAYBE and was trusted */
     SEEN_DUP_RECENT,     /* confirmed by the recent-fingerprint cache */
     SEEN_DUP_VERIFIED,   /* confirmed by the verifier */
-    SEEN_DUP_PENDING     /* recorded already, its row not committed yet */
+    SEEN_DUP_PENDING,    /* recorded already, its row not committed yet */
+    SEEN_VERIFYING       /* a MAYBE queued to check_insert_async: its ack
+                          * (through the row) says new or duplicate */
 } seen_result;
 
 static inline bool seen_is_new(seen_result r) { return r <= SEEN_NEW_VERIFIED; }
@@ -111,6 +122,13 @@ typedef struct seen_opts {
 seen *seen_new(bloom *bf, const seen_opts *o, const seen_verifier *v);
 seen *seen_new_gens(gens *g, const seen_opts *o, const seen_verifier *v);
 void seen_free(seen *s);
+/* Async verify (before any seen_test): a verified MAYBE the recent cache
+ * does not settle goes to check_insert_async (the key pending until its
+ * ack) and seen_test returns SEEN_VERIFYING instead of waiting, so a
+ * stream never stalls on the store. 0, or -ENOTSUP without
+ * check_insert_async or with a generation ring (whose refresh is decided
+ * at test time): then MAYBEs are still waited for. */
+int seen_verify_async(seen *s);
 
 /* Decides one key. in_scope matters only for SEEN_VERIFY_IN_SCOPE; row is
  * passed through to the verifier. A seen_result, or a negative errno when

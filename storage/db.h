@@ -128,6 +128,9 @@ typedef struct db_url {
                               A row already there takes it if newer. */
     bool absent;           /* the caller knows no row has this url (its seen
                               filter said so): no look-up before the insert */
+    bool keep_linked;      /* a row already there is left as it is (its
+                              last_linked too): "insert unless present" and
+                              nothing else, as a seen test's look-up is */
 } db_url;
 
 typedef struct db_outcome {

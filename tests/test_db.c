@@ -2083,6 +2083,124 @@ static void test_fingerprint_match_compares_text(void **state)
     assert_int_equal(db_close(d), 0);
 }
 
+/* keep_linked: a row already there is found (0, its id) and left as it
+ * is; without it the row takes the newer stamp. */
+static void test_keep_linked_leaves_the_row(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    int64_t id = 0, again = 0;
+    db_url u = url_of("https://k.example/a", "k.example", 0);
+    u.linked_s = 100;
+    assert_int_equal(db_insert_url_wait(d, &u, &id), 1);
+    u.linked_s = 200;
+    u.keep_linked = true;
+    assert_int_equal(db_insert_url_wait(d, &u, &again), 0);
+    assert_int_equal(again, id);
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT last_linked FROM urls"), 100);
+    u.keep_linked = false;
+    assert_int_equal(db_insert_url_wait(d, &u, &again), 0);
+    assert_int_equal(raw_int(f->state, "SELECT last_linked FROM urls"), 200);
+    assert_int_equal(db_close(d), 0);
+}
+
+typedef struct probe_ack {
+    int status[4096];
+    int64_t id[4096];
+} probe_ack;
+
+static probe_ack probes;
+
+static void on_probe(void *ud, const db_result *r)
+{
+    size_t i = (size_t)(uintptr_t)ud;
+    probes.status[i] = r->status;
+    probes.id[i] = r->id;
+}
+
+/* Seeded: URLs from a small space, with 4 bits of fingerprint left
+ * (CRAWLD_FP_BITS, test builds), queued as "insert unless present" in
+ * small batches that the writer sorts by fingerprint: each is new exactly
+ * when no earlier line had its text, and a repeat gets the first's id. */
+static void test_colliding_fingerprints_stay_exact(void **state)
+{
+    fixture *f = *state;
+    const char *env = getenv("CRAWLD_TEST_SEED");
+    uint64_t st = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    printf("test_colliding_fingerprints_stay_exact: seed %llu\n", (unsigned long long)st);
+    assert_int_equal(setenv("CRAWLD_FP_BITS", "4", 1), 0);
+    db_opts o = { .batch_size = 97, .gather_ms = 5 };
+    db *d = open_ok(f->state, &o);
+    enum { N = 4096, SPACE = 1500 };
+    static char urls[N][64];
+    int first[SPACE];
+    for (int k = 0; k < SPACE; k++)
+        first[k] = -1;
+    for (size_t i = 0; i < N; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        int k = (int)((st >> 33) % SPACE);
+        make_url(urls[i], sizeof urls[i], k % 7, k);
+        db_url u = url_of(urls[i], "h.example", 0);
+        u.state = DB_STATE_SEEN_ONLY;
+        u.keep_linked = true;
+        probes.status[i] = -999;
+        assert_int_equal(db_insert_url(d, &u, on_probe, (void *)(uintptr_t)i), 0);
+        if (first[k] < 0)
+            first[k] = (int)i;
+    }
+    assert_int_equal(db_flush(d), 0);
+    for (size_t i = 0; i < N; i++) {
+        int k = -1;
+        sscanf(urls[i] + strlen("https://h0.example/p/"), "%d", &k);
+        assert_true(k >= 0 && k < SPACE);
+        if (first[k] == (int)i) {
+            assert_int_equal(probes.status[i], 1);
+        } else {
+            assert_int_equal(probes.status[i], 0);
+            assert_int_equal(probes.id[i], probes.id[first[k]]);
+        }
+    }
+    assert_int_equal(db_close(d), 0);
+    unsetenv("CRAWLD_FP_BITS");
+    assert_true(raw_int(f->state, "SELECT count(DISTINCT fp) FROM urls") <= 16);
+}
+
+/* A batch of seen_only inserts is applied in fingerprint order (signed,
+ * as SQLite orders integers): within it, ids ascend with fp. A frontier
+ * row among them keeps its place in the queue. */
+static void test_seen_only_batch_in_fp_order(void **state)
+{
+    fixture *f = *state;
+    enum { N = 600 };
+    static char urls[N][64];
+    db_url u[N];
+    int status[N];
+    int64_t ids[N];
+    db *d = open_ok(f->state, NULL);
+    for (int i = 0; i < N; i++) {
+        make_url(urls[i], sizeof urls[i], i % 5, i);
+        u[i] = url_of(urls[i], "h.example", 0);
+        u[i].state = i == N / 2 ? DB_STATE_QUEUED : DB_STATE_SEEN_ONLY;
+    }
+    assert_int_equal(db_insert_urls_wait(d, u, N, status, ids), 0);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(status[i], 1);
+    assert_int_equal(db_close(d), 0);
+    assert_true(raw_int(f->state, "SELECT count(*) FROM urls WHERE fp < 0") > 0);
+    assert_true(raw_int(f->state, "SELECT count(*) FROM urls WHERE fp > 0") > 0);
+    /* the queued row splits the batch in two runs, each sorted */
+    int64_t mid = ids[N / 2];
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls a JOIN urls b"
+                                       " ON a.id < b.id AND a.fp > b.fp"
+                                       " WHERE a.state = 4 AND b.state = 4 AND"
+                                       " (a.id < (SELECT id FROM urls WHERE state = 0))"
+                                       " = (b.id < (SELECT id FROM urls WHERE state = 0))"),
+                     0);
+    for (int i = 0; i < N; i++)
+        assert_true(i < N / 2 ? ids[i] < mid : i == N / 2 || ids[i] > mid);
+}
+
 /* Redirect hops are stored with the row and read back (the limit holds
  * across a restart); a negative count is refused. */
 static void test_hops_read_back(void **state)
@@ -2355,6 +2473,9 @@ int main(void)
         T(test_migrate_from_v2_keeps_columns),
         T(test_migrate_failure_keeps_v2),
         T(test_fingerprint_match_compares_text),
+        T(test_keep_linked_leaves_the_row),
+        T(test_colliding_fingerprints_stay_exact),
+        T(test_seen_only_batch_in_fp_order),
         T(test_hops_read_back),
         T(test_last_linked_moves_forward),
         T(test_forget_in_bounded_steps),

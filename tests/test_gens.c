@@ -350,7 +350,7 @@ static void one_refresh_per_key_per_window(void **state)
 {
     (void)state;
     counting c = { 0 };
-    seen_verifier v = { &c, c_record, c_check, c_refresh };
+    seen_verifier v = { &c, c_record, c_check, c_refresh, NULL };
     seen_opts o = { SEEN_VERIFY_NEVER, 0 };
     gens *g = ring(1000, 0.001, 20, 2, 1000);
     seen *s = seen_new_gens(g, &o, &v);
@@ -380,7 +380,7 @@ static void forgotten_key_is_found_again(void **state)
 {
     (void)state;
     counting c = { 0 };
-    seen_verifier v = { &c, c_record, c_check, c_refresh };
+    seen_verifier v = { &c, c_record, c_check, c_refresh, NULL };
     seen_opts o = { SEEN_VERIFY_ALWAYS, 0 };
     gens *g = ring(1000, 0.001, 20, 2, 1000);
     seen *s = seen_new_gens(g, &o, &v);

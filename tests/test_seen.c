@@ -53,6 +53,7 @@ typedef struct rec {
     int64_t linked;
     seen_ack_fn ack;
     void *arg;
+    bool probe; /* check_insert_async: insert unless stored, ack 1 or 0 */
 } rec;
 
 typedef struct fake {
@@ -64,7 +65,7 @@ typedef struct fake {
     rec *q;
     size_t qhead, qn, qcap;
     int rec_mode, chk_mode;
-    long records, checks, acks_ok, acks_err;
+    long records, checks, async_checks, acks_ok, acks_err;
     long violations;        /* a record_new of a key queued or stored */
     long absent_yes, absent_no; /* record_new's absent flag, as passed */
 } fake;
@@ -124,10 +125,13 @@ static size_t fake_commit(fake *f, size_t max)
         int status = 1;
         if (f->refuse[r.key] > 0) {
             f->refuse[r.key]--;
-            f->state[r.key] = UNKNOWN;
+            if (!r.probe)
+                f->state[r.key] = UNKNOWN;
             f->acks_err++;
             status = -ENOSPC;
         } else {
+            if (r.probe && f->state[r.key] == STORED)
+                status = 0;
             f->state[r.key] = STORED;
             f->acks_ok++;
         }
@@ -161,7 +165,7 @@ static int fake_record_new(void *ctx, const char *key, size_t len, int64_t linke
     if (f->state[k] != UNKNOWN)
         f->violations++;
     f->state[k] = QUEUED;
-    f->q[(f->qhead + f->qn) % f->qcap] = (rec){ k, linked, ack, ack_arg };
+    f->q[(f->qhead + f->qn) % f->qcap] = (rec){ k, linked, ack, ack_arg, false };
     f->qn++;
     pthread_mutex_unlock(&f->mu);
     if (mode == REC_INLINE)
@@ -191,9 +195,35 @@ static int fake_check_insert(void *ctx, const char *key, size_t len, int64_t lin
     return rc;
 }
 
+/* Queued like a record, answered at its commit: 1 new, 0 stored already. */
+static int fake_check_insert_async(void *ctx, const char *key, size_t len, int64_t linked,
+                                   void *row, seen_ack_fn ack, void *ack_arg)
+{
+    fake *f = ctx;
+    unsigned k = key_of(key, len);
+
+    assert_ptr_equal(row, f);
+    pthread_mutex_lock(&f->mu);
+    f->async_checks++;
+    if (f->chk_mode == CHK_FAIL) {
+        pthread_mutex_unlock(&f->mu);
+        return -EIO;
+    }
+    f->q[(f->qhead + f->qn) % f->qcap] = (rec){ k, linked, ack, ack_arg, true };
+    f->qn++;
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+}
+
 static seen_verifier fake_iface(fake *f)
 {
-    seen_verifier v = { f, fake_record_new, fake_check_insert, NULL };
+    seen_verifier v = { f, fake_record_new, fake_check_insert, NULL, NULL };
+    return v;
+}
+
+static seen_verifier fake_iface_async(fake *f)
+{
+    seen_verifier v = { f, fake_record_new, fake_check_insert, NULL, fake_check_insert_async };
     return v;
 }
 
@@ -374,6 +404,120 @@ static void always_walks_every_layer(void **state)
     assert_sums(&c);
     assert_true(seen_observed_fpr(&c) == 0.5);
     assert_int_equal(f.violations, 0);
+    seen_free(s);
+    fake_release(&f);
+}
+
+/* ---- async verify ---- */
+
+static seen *new_seen_async(size_t recent_entries, fake *f)
+{
+    seen_opts o = { .verify = SEEN_VERIFY_ALWAYS, .recent_entries = recent_entries };
+    seen_verifier v = fake_iface_async(f);
+    seen *s = seen_new(tight_bloom(100000, 1e-9), &o, &v);
+    assert_non_null(s);
+    assert_int_equal(seen_verify_async(s), 0);
+    return s;
+}
+
+/* Without check_insert_async, or without a verifier, MAYBEs are waited for. */
+static void async_verify_needs_the_interface(void **state)
+{
+    (void)state;
+    fake f;
+    fake_init(&f, 100);
+    seen *s = new_seen(SEEN_VERIFY_ALWAYS, 100, &f);
+    assert_int_equal(seen_verify_async(s), -ENOTSUP);
+    add_known(s, 2);
+    assert_int_equal(test_key(s, &f, 2, true), SEEN_NEW_VERIFIED);
+    seen_free(s);
+    s = new_seen(SEEN_VERIFY_NEVER, 100, NULL);
+    assert_int_equal(seen_verify_async(s), -ENOTSUP);
+    seen_free(s);
+    fake_release(&f);
+}
+
+/* A MAYBE past the recent cache is queued, pending until its ack, which
+ * says new (a false positive caught: its Bloom bits) or duplicate. */
+static void async_verify_answers_in_the_ack(void **state)
+{
+    (void)state;
+    fake f;
+    fake_init(&f, 100);
+    seen *s = new_seen_async(100, &f);
+    assert_false(seen_is_new(SEEN_VERIFYING));
+
+    assert_int_equal(test_key(s, &f, 1, true), SEEN_NEW_BLOOM);
+    assert_int_equal(fake_commit(&f, SIZE_MAX), 1);
+    assert_int_equal(test_key(s, &f, 1, true), SEEN_DUP_RECENT);
+
+    add_known(s, 2); /* MAYBE, not stored */
+    assert_int_equal(test_key(s, &f, 2, true), SEEN_VERIFYING);
+    assert_int_equal(counters(s).pending, 1);
+    assert_int_equal(test_key(s, &f, 2, true), SEEN_DUP_PENDING);
+    assert_int_equal(f.async_checks, 1);
+    assert_int_equal(f.checks, 0); /* nothing waited for */
+    assert_int_equal(counters(s).new_verified, 0);
+    assert_int_equal(fake_commit(&f, SIZE_MAX), 1);
+    assert_int_equal(fake_state(&f, 2), STORED);
+    assert_int_equal(counters(s).pending, 0);
+    assert_int_equal(test_key(s, &f, 2, true), SEEN_DUP_RECENT);
+
+    add_known(s, 3); /* MAYBE, stored */
+    f.state[3] = STORED;
+    assert_int_equal(test_key(s, &f, 3, true), SEEN_VERIFYING);
+    assert_int_equal(fake_commit(&f, SIZE_MAX), 1);
+    assert_int_equal(test_key(s, &f, 3, true), SEEN_DUP_RECENT);
+
+    seen_counters c = counters(s);
+    assert_int_equal(c.keys, 7);
+    assert_int_equal(c.new_bloom, 1);
+    assert_int_equal(c.new_verified, 1);
+    assert_int_equal(c.dup_verified, 1);
+    assert_int_equal(c.dup_pending, 1);
+    assert_int_equal(c.dup_recent, 3);
+    assert_int_equal(c.checked_new, 2);
+    assert_int_equal(c.errors + c.unstored + c.pending, 0);
+    /* a VERIFYING result counts once its ack says which it was */
+    assert_int_equal(c.keys, c.new_bloom + c.new_verified + c.dup_trusted + c.dup_recent
+                                 + c.dup_verified + c.dup_pending);
+    assert_int_equal(f.violations, 0);
+    seen_free(s);
+    fake_release(&f);
+}
+
+/* A queue that fails leaves no trace; an ack with an error is unstored,
+ * not cached, and the key is decided afresh later. */
+static void async_verify_failures_leave_no_trace(void **state)
+{
+    (void)state;
+    fake f;
+    fake_init(&f, 100);
+    seen *s = new_seen_async(100, &f);
+    add_known(s, 4);
+    f.chk_mode = CHK_FAIL;
+    assert_int_equal(test_key(s, &f, 4, true), -EIO);
+    seen_counters c = counters(s);
+    assert_int_equal(c.errors, 1);
+    assert_int_equal(c.pending, 0);
+    assert_int_equal(c.keys, 0);
+    f.chk_mode = CHK_OK;
+    assert_int_equal(test_key(s, &f, 4, true), SEEN_VERIFYING);
+    assert_int_equal(fake_commit(&f, SIZE_MAX), 1);
+
+    add_known(s, 5);
+    f.refuse[5] = 1;
+    assert_int_equal(test_key(s, &f, 5, true), SEEN_VERIFYING);
+    assert_int_equal(fake_commit(&f, SIZE_MAX), 1);
+    c = counters(s);
+    assert_int_equal(c.unstored, 1);
+    assert_int_equal(c.pending, 0);
+    assert_int_equal(fake_state(&f, 5), UNKNOWN);
+    assert_int_equal(test_key(s, &f, 5, true), SEEN_VERIFYING); /* not cached */
+    assert_int_equal(fake_commit(&f, SIZE_MAX), 1);
+    c = counters(s);
+    assert_int_equal(c.new_verified, 2);
+    assert_int_equal(fake_state(&f, 5), STORED);
     seen_free(s);
     fake_release(&f);
 }
@@ -930,6 +1074,9 @@ int main(void)
            (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(absent_only_without_retention),
+        cmocka_unit_test(async_verify_needs_the_interface),
+        cmocka_unit_test(async_verify_answers_in_the_ack),
+        cmocka_unit_test(async_verify_failures_leave_no_trace),
         cmocka_unit_test(verifier_required_unless_never),
         cmocka_unit_test(never_without_verifier),
         cmocka_unit_test(never_records_but_trusts),
