@@ -1318,8 +1318,21 @@ static const unsigned char sh_stop[256] = {
     R16(0x80), R16(0x90), R16(0xA0), R16(0xB0), R16(0xC0), R16(0xD0), R16(0xE0), R16(0xF0),
 #undef R16
 #undef R4
-    ['<'] = 1, ['>'] = 1, ['&'] = 1, ['"'] = 1, ['\''] = 1,
+    ['<'] = 1, ['>'] = 1, ['&'] = 1, ['"'] = 1, ['\''] = 1, [0] = 1,
 };
+
+/* Bytes that end a quoted value's scan with the guard fused in: its quote
+ * (1 for '"', 2 for '\''), and '<' and NUL, where the guard looks. */
+static const unsigned char g_qstop[256] = {['"'] = 1, ['\''] = 2, ['<'] = 3, [0] = 3};
+
+/* The guard's one reading while sh_tag follows the same tag (fused_scan):
+ * it is in sh_t's state; its attribute count and name-char run. */
+typedef struct gfuse {
+    uint32_t k;
+    size_t run;
+    bool over;  /* OUT: the tag got more than max_attrs attributes at the stop */
+    bool ended; /* OUT: the tag ended */
+} gfuse;
 
 /* The value blk[sh_vstart..blk_len) has ended (its quote is next), with
  * none of < > & " ' in it (sh_tag checked): cut it to one byte if it may
@@ -1347,11 +1360,22 @@ static void sh_shorten(links_parser *p)
 }
 
 /* In a start tag, from s[i]: follows it (g_step's syntax) to its end or
- * the end of the input; *from: the first byte not yet given to blk_put. */
-static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n, size_t *from)
+ * the end of the input; *from: the first byte not yet given to blk_put.
+ * With g, the guard's one reading moves with it (the same syntax, byte for
+ * byte): it stops before a '<' or NUL (a tag may start there for the
+ * guard), before a name libxml2 would cut, and where the count passes
+ * max_attrs (g->over); fused_scan then takes that byte on its own. */
+static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n, size_t *from,
+                     gfuse *g)
 {
     while (i < n) {
         unsigned char c = s[i];
+        if (g != NULL) {
+            if (c == '<' || c == 0)
+                return i;
+            if (p->sh_t != G_TNAME && p->sh_t != G_ANAME)
+                g->run = 0; /* the last byte was no name char (see fused_scan) */
+        }
         if (g_blank(c) && (p->sh_t == G_BEFORE || p->sh_t == G_AFTERNAME ||
                            p->sh_t == G_BEFOREVAL)) {
             while (++i < n && g_blank(s[i]))
@@ -1361,9 +1385,20 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
         switch (p->sh_t) {
         case G_TNAME:
         case G_ANAME: {
-            size_t j = i;
-            while (j < n && g_namechar(s[j]))
+            size_t j = i, lim = n;
+            if (g != NULL) { /* no further than one past a cut */
+                if (g->run >= GUARD_NAME_SPLIT)
+                    return i;
+                if (lim - i > GUARD_NAME_SPLIT + 1 - g->run)
+                    lim = i + GUARD_NAME_SPLIT + 1 - g->run;
+            }
+            while (j < lim && g_namechar(s[j]))
                 j++;
+            if (g != NULL) {
+                if (g->run + (j - i) > GUARD_NAME_SPLIT)
+                    return i; /* libxml2 cuts it here: the guard counts that */
+                g->run += j - i;
+            }
             size_t keep = p->sh_nlen < SH_NAME_KEEP ? SH_NAME_KEEP - p->sh_nlen : 0;
             if (keep > j - i)
                 keep = j - i;
@@ -1391,6 +1426,10 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
             if (c == '>')
                 goto end;
             if (g_namestart(c)) {
+                if (g != NULL && ++g->k > p->max_attrs) {
+                    g->over = true;
+                    return i;
+                }
                 p->sh_t = G_ANAME;
                 p->sh_nlen = 0;
             } else {
@@ -1430,6 +1469,8 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                 if (i >= n)
                     return n;
                 if (s[i] != qc) {
+                    if (g != NULL && (s[i] == '<' || s[i] == 0))
+                        return i;
                     if (s[i] < 0x80) /* < > & or the other quote: kept */
                         p->sh_vstart = SIZE_MAX;
                     else
@@ -1437,6 +1478,14 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                     i++;
                     continue;
                 }
+            } else if (g != NULL) {
+                unsigned bit = qc == '"' ? 1 : 2;
+                while (i < n && !(g_qstop[s[i]] & bit))
+                    i++;
+                if (i >= n)
+                    return n;
+                if (s[i] != qc)
+                    return i; /* '<' or NUL */
             } else {
                 const unsigned char *q = memchr(s + i, qc, n - i);
                 if (q == NULL)
@@ -1453,12 +1502,15 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
             continue;
         }
         default: /* G_UVAL, G_BOGUS */
-            while (i < n && !g_blank(s[i]) && s[i] != '>')
+            while (i < n && !g_blank(s[i]) && s[i] != '>' &&
+                   (g == NULL || (s[i] != '<' && s[i] != 0)))
                 i++;
             if (i >= n)
                 return n;
             if (s[i] == '>')
                 goto end;
+            if (!g_blank(s[i]))
+                return i; /* with g: '<' or NUL */
             p->sh_t = G_BEFORE;
             i++;
             continue;
@@ -1466,10 +1518,14 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
     }
     return n;
 end:
+    if (g != NULL) {
+        g->ended = true;
+        g->run = 0;
+    }
     /* "<script/>" is closed at once: its content would not be raw */
     if (p->sh_raw != 0 && (i > 0 ? s[i - 1] : p->sh_last) == '/') {
         sh_off(p);
-        return i;
+        return g != NULL ? i + 1 : i; /* with g: where the guard is */
     }
     p->sh = p->sh_raw != 0 ? SH_RAW : SH_TEXT;
     return i + 1;
@@ -1617,16 +1673,120 @@ static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t 
     }
 }
 
+/* The shortener alone over s[i..n), no NULs, or until it is in state
+ * until (SH_OFF: to n); *from as for sh_tag. */
+static void sh_run(links_parser *p, const unsigned char *s, size_t i, size_t n, size_t *from,
+                   uint8_t until)
+{
+    while (i < n && p->sh != SH_OFF && p->sh != until && !p->stopped)
+        i = p->sh == SH_TAG ? sh_tag(p, s, i, n, from, NULL) : sh_step(p, s, i, n);
+}
+
 /* UTF-8 (NULs replaced) on its way to blk_put, unread values shortened. */
 static void sh_put(links_parser *p, const unsigned char *s, size_t n)
 {
     if (n == 0)
         return;
-    size_t i = 0, from = 0;
-    while (i < n && p->sh != SH_OFF && !p->stopped)
-        i = p->sh == SH_TAG ? sh_tag(p, s, i, n, &from) : sh_step(p, s, i, n);
+    size_t from = 0;
+    sh_run(p, s, 0, n, &from, SH_OFF);
     p->sh_last = s[n - 1];
     blk_put(p, s + from, n - from);
+}
+
+/* The guard (guard_scan) and the shortener (sh_put) over the UTF-8
+ * s[0..n) in one pass: where they agree on what the bytes are (text for
+ * both; a start tag the guard reads one way only, as the shortener does),
+ * each byte is read once for both; elsewhere each takes the byte on its
+ * own. The two never look at each other's state, so this gives what
+ * guard_scan then sh_put gave. Returns how many bytes are safe, n if all,
+ * those given to blk_put; stops early at a NUL byte too (*nul, OUT). */
+static size_t fused_scan(links_parser *p, const unsigned char *s, size_t n, bool *nul)
+{
+    size_t i = 0, from = 0, ok = n;
+    *nul = false;
+    while (i < n && !p->stopped) {
+        unsigned m = p->g_mask;
+        if (p->sh == SH_OFF) {
+            ok = i + guard_scan(p, s + i, n - i, nul);
+            break;
+        }
+        if (!p->g_lt && m == 0 && p->sh != SH_TAG) { /* text for the guard */
+            const unsigned char *lt = memchr(s + i, '<', n - i);
+            size_t e = lt != NULL ? (size_t)(lt - s) : n;
+            const unsigned char *z = memchr(s + i, 0, e - i);
+            if (z != NULL)
+                e = (size_t)(z - s);
+            /* a comment, a script, an end tag: to the text after it, which
+             * has no '<' (nothing for the shortener) */
+            sh_run(p, s, i, e, &from, SH_TEXT);
+            i = e;
+            if (z != NULL) {
+                *nul = true;
+                ok = i;
+                break;
+            }
+            if (i >= n)
+                break;
+            p->g_run = 0; /* guard_char(p, '<') with no reading */
+            p->g_lt = true;
+            if (p->sh != SH_TEXT) {
+                sh_run(p, s, i, i + 1, &from, SH_OFF);
+            } else if (i + 1 < n && is_alpha(s[i + 1])) {
+                /* a start tag: guard_char's new reading, sh_step's SH_LT;
+                 * its name's first byte goes to sh_tag with the rest */
+                p->g_lt = false;
+                p->g_mask = 1u << G_TNAME;
+                p->g_cnt[G_TNAME] = 0;
+                p->sh = SH_TAG;
+                p->sh_t = G_TNAME;
+                p->sh_nlen = 0;
+            } else if (i + 1 < n && s[i + 1] == '/') { /* an end tag: no reading */
+                p->g_lt = false;
+                p->sh = SH_ETAG;
+                i++;
+            } else {
+                p->sh = SH_LT;
+            }
+            i++;
+            continue;
+        }
+        if (!p->g_lt && m != 0 && (m & (m - 1)) == 0 && p->sh == SH_TAG &&
+            p->sh_t == __builtin_ctz(m)) {
+            gfuse g = {p->g_cnt[p->sh_t], p->g_run, false, false};
+            size_t j = sh_tag(p, s, i, n, &from, &g);
+            if (g.ended) {
+                p->g_mask = 0;
+            } else {
+                p->g_mask = 1u << p->sh_t;
+                p->g_cnt[p->sh_t] = g.k;
+            }
+            p->g_run = g.run;
+            if (g.over) {
+                ok = j;
+                break;
+            }
+            if (j > i) {
+                i = j;
+                continue;
+            }
+        }
+        unsigned char c = s[i]; /* one byte, each on its own */
+        if (c == 0) {
+            *nul = true;
+            ok = i;
+            break;
+        }
+        if (!guard_char(p, c < 0x80 ? c : 0x80)) {
+            ok = i;
+            break;
+        }
+        sh_run(p, s, i, i + 1, &from, SH_OFF);
+        i++;
+    }
+    if (ok > 0)
+        p->sh_last = s[ok - 1];
+    blk_put(p, s + from, ok - from);
+    return ok;
 }
 
 /* A tag with too many attributes ahead: parse what precedes it, stop. */
@@ -1642,8 +1802,7 @@ static void push_utf8(links_parser *p, const unsigned char *s, size_t n)
     static const unsigned char fffd[] = {0xEF, 0xBF, 0xBD};
     while (n > 0 && !p->stopped) {
         bool nul;
-        size_t ok = guard_scan(p, s, n, &nul);
-        sh_put(p, s, ok);
+        size_t ok = fused_scan(p, s, n, &nul);
         if (ok == n || p->stopped)
             return;
         if (!nul) {
