@@ -1223,10 +1223,10 @@ static uint64_t elided_of(const char *html)
 static void values_shortened(void **state)
 {
     (void)state;
-    /* class, title, id: cut to one byte each (4 + 3 + 1 bytes) */
+    /* class, title, id, class: gone whole, name and quotes too */
     const char *page = "<!DOCTYPE html><p class=\"aaaaa\" title='bbbb' id=\"cc\">"
                        "<a href=\"/x\" class=\"dd\">x</a>";
-    assert_int_equal(elided_of(page), 4 + 3 + 1 + 1);
+    assert_int_equal(elided_of(page), 13 + 12 + 7 + 10);
     expect(page, "a N /x\n");
     result r;
     links_opts keep = {.keep_values = 1};
@@ -1234,12 +1234,12 @@ static void values_shortened(void **state)
     assert_int_equal(r.st.elided, 0);
     assert_string_equal(text(&r), "a N /x\n");
     result_release(&r);
-    /* one byte already, or empty: nothing to gain */
-    assert_int_equal(elided_of("<p class=\"a\" id=\"\">"), 0);
+    /* one byte, or empty: gone too */
+    assert_int_equal(elided_of("<p class=\"a\" id=\"\">"), 9 + 5);
     /* comments, end tags, script and style content are followed */
     assert_int_equal(elided_of("<!-- <p class=\"no\"> --><p>t</p><script>var a = \"<p>\";"
                                "</script ><style>p{}</style><b class=\"ab\">"),
-                     1);
+                     10);
     /* inside a comment, a script or a style, an attribute is text */
     assert_int_equal(elided_of("<!-- <p class=\"xyz\"> -->"), 0);
     assert_int_equal(elided_of("<script>'<p class=\"xyz\">'</script>"), 0);
@@ -1261,7 +1261,7 @@ static void values_read_or_odd_kept(void **state)
                                "alt=\"it's\" dir='say \"hi\"' role=\"\xe9t\xe9\">"),
                      0);
     /* valid UTF-8 is cut */
-    assert_int_equal(elided_of("<p title=\"\xc3\xa9t\xc3\xa9\">"), 4);
+    assert_int_equal(elided_of("<p title=\"\xc3\xa9t\xc3\xa9\">"), 13);
 }
 
 static void shortening_stops_when_unsure(void **state)
@@ -1279,13 +1279,13 @@ static void shortening_stops_when_unsure(void **state)
         char page[512];
         snprintf(page, sizeof page, "<p class=\"abc\">%s<p class=\"abcdef\"><a href=/l>",
                  odd[i]);
-        if (elided_of(page) != 2)
+        if (elided_of(page) != 11)
             fail_msg("shortened after %s", odd[i]);
     }
     /* a name longer than SH_NAME_MAX */
     char page[512];
     snprintf(page, sizeof page, "<p class=\"abc\"><p d%0100d=1 class=\"abcdef\">", 0);
-    assert_int_equal(elided_of(page), 2);
+    assert_int_equal(elided_of(page), 11);
 }
 
 static void values_across_blocks(void **state)
