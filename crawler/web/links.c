@@ -2019,7 +2019,14 @@ static int start_page(links_parser *p)
      * copy, compare and free). An estimate first, the pages rewritten by a
      * script without those attributes: 1,666 M. With the fused pass:
      * 2,083 M -> 1,790 M (-14%) on the jdk pages; python3-doc, every 5th
-     * page (106, 8.95 MB): 1,547 M -> 1,240 M (-20%).
+     * page (106, 8.95 MB): 1,547 M -> 1,240 M (-20%). bench_links -r 3 on
+     * the jdk pages, 5 interleaved runs each: module CPU median 0.281 s ->
+     * 0.238 s, module / floor 1.07 -> 0.88 (below the floor: libxml2 gets
+     * fewer bytes than in it). Whole jdk crawls, 3 interleaved each on a
+     * loaded machine: crawld CPU median 8.75 s -> 7.97 s (0.863 -> 0.786
+     * ms/page), wall 7.58 s -> 7.13 s, peak RSS 24.3 MiB both; perf split
+     * after: libxml2 47.7%, crawld 21.8% (sh_tag 5.5, push_utf8 1.2, sh_run
+     * 1.1), libc 17.9%, kernel 5.9%, SQLite 3.1%, curl 3.0%.
      * Kept (branch prepass, 2026-12-02): the guard and the shortener in one
      * pass (fused_scan; each byte read once where both read it the same
      * way). The same 507 jdk pages: links_feed + links_finish 2,083 M ->
