@@ -6,9 +6,9 @@
  *     -> decide the charset once: BOM, header, <meta> prescan, else UTF-8
  *        (charset.c)
  *     -> to UTF-8: as is / ISO-8859-1 by hand / iconv (invalid -> U+FFFD)
- *     -> push_utf8(): tag guard, NUL -> U+FFFD
- *     -> sh_put(): values of attributes nothing reads cut to one byte
- *        (unless keep_values; see "Unread attribute values")
+ *     -> push_utf8() / fused_scan(): tag guard, NUL -> U+FFFD, and in
+ *        the same pass attributes nothing reads removed (or their values
+ *        cut to one byte), unless keep_values; see "Unread attribute values"
  *     -> blk_put(): 16 KiB blocks -> htmlParseChunk()
  *     -> on_start() (SAX startElement) -> emit() -> caller's callback
  *
@@ -155,6 +155,11 @@ struct links_parser {
     unsigned char sh_last;      /* the last byte given to sh_put */
     size_t sh_vstart;           /* blk offset of the open value's first byte,
                                    SIZE_MAX: it is not to be shortened */
+    size_t sh_aorig;            /* stream offset in the block of the name of
+                                   the attribute being read */
+    unsigned sh_aflush;         /* blk_flushes when that name began */
+    size_t sh_astart;           /* blk offset of that name while its value is
+                                   open, SIZE_MAX: not in this block */
     size_t sh_tn;               /* values shortened in the block (sh_tpos/td) */
     uint16_t sh_tpos[SH_TMAX];  /* blk offset of each one's kept byte */
     uint16_t sh_td[SH_TMAX];    /* bytes it lost */
@@ -179,6 +184,7 @@ struct links_parser {
     size_t blk_orig;            /* stream bytes they stand for (>= blk_len) */
     size_t blk_half;            /* blk offset of stream offset BLOCK / 2, or
                                    SIZE_MAX while the block is shorter */
+    unsigned blk_flushes;       /* blocks given to libxml2 (wraps) */
     unsigned char blk[BLOCK];
 };
 
@@ -1204,6 +1210,9 @@ static void blk_flush(links_parser *p, int terminate, bool cut)
     p->sh_tn = keep;
     if (p->sh_vstart != SIZE_MAX)
         p->sh_vstart = p->sh_vstart >= n ? p->sh_vstart - n : SIZE_MAX;
+    if (p->sh_astart != SIZE_MAX)
+        p->sh_astart = p->sh_astart >= n ? p->sh_astart - n : SIZE_MAX;
+    p->blk_flushes++;
     memmove(p->blk, p->blk + n, rest);
     p->blk_len = rest;
     p->blk_orig = orig;
@@ -1238,9 +1247,11 @@ static void blk_put(links_parser *p, const unsigned char *s, size_t n)
 /* ---- unread attribute values ----------------------------------------------
  *
  * Most of libxml2's time goes to attribute values (javadoc: class, title,
- * id, ...), and nothing reads most of them. So, before blk_put, the value
- * of an attribute that neither on_start nor libxml2 reads is cut to one
- * byte ("x", inside its quotes), where that is exact. The shortener follows
+ * id, ...), and nothing reads most of them. So, before blk_put, an
+ * attribute that neither on_start nor libxml2 reads goes whole (its name,
+ * '=', quotes and value), where that is exact; when its name began in an
+ * earlier block, its value is cut to one byte ("x", inside its quotes)
+ * instead. The shortener follows
  * the stream as libxml2's push parser (2.9.14) reads it: text; start tags
  * with htmlParseStartTag's attribute syntax (the guard's G_* automaton);
  * end tags; comments; <!DOCTYPE name>; script and style content up to their
@@ -1308,6 +1319,7 @@ static void sh_off(links_parser *p)
 {
     p->sh = SH_OFF;
     p->sh_vstart = SIZE_MAX;
+    p->sh_astart = SIZE_MAX;
 }
 
 /* Bytes that stop the scan of a value to be cut: < > & " ' and non-ASCII
@@ -1318,40 +1330,80 @@ static const unsigned char sh_stop[256] = {
     R16(0x80), R16(0x90), R16(0xA0), R16(0xB0), R16(0xC0), R16(0xD0), R16(0xE0), R16(0xF0),
 #undef R16
 #undef R4
-    ['<'] = 1, ['>'] = 1, ['&'] = 1, ['"'] = 1, ['\''] = 1,
+    ['<'] = 1, ['>'] = 1, ['&'] = 1, ['"'] = 1, ['\''] = 1, [0] = 1,
 };
 
-/* The value blk[sh_vstart..blk_len) has ended (its quote is next), with
- * none of < > & " ' in it (sh_tag checked): cut it to one byte if it may
- * be. */
+/* Bytes that end a quoted value's scan with the guard fused in: its quote
+ * (1 for '"', 2 for '\''), and '<' and NUL, where the guard looks. */
+static const unsigned char g_qstop[256] = {['"'] = 1, ['\''] = 2, ['<'] = 3, [0] = 3};
+
+/* The guard's one reading while sh_tag follows the same tag (fused_scan):
+ * it is in sh_t's state; its attribute count and name-char run. */
+typedef struct gfuse {
+    uint32_t k;
+    size_t run;
+    bool over;  /* OUT: the tag got more than max_attrs attributes at the stop */
+    bool ended; /* OUT: the tag ended */
+} gfuse;
+
+/* The value blk[sh_vstart..blk_len - 1) has ended, its closing quote
+ * last in blk, with none of < > & " ' in it (sh_tag checked): the whole
+ * attribute goes (from its name, sh_astart) if it lies in this block and
+ * something precedes it there; else the value is cut to one byte. A cut
+ * is recorded at the blk offset of the last byte kept before it (the
+ * block bookkeeping in blk_flush), and the half moves to where the cut
+ * is when it fell in what went. */
 static void sh_shorten(links_parser *p)
 {
-    size_t v = p->sh_vstart, n = p->blk_len;
+    size_t v = p->sh_vstart, a = p->sh_astart, n = p->blk_len;
     p->sh_vstart = SIZE_MAX;
-    if (v == SIZE_MAX || n - v < 2 || p->sh_tn >= SH_TMAX)
+    p->sh_astart = SIZE_MAX;
+    if (v == SIZE_MAX || p->sh_tn >= SH_TMAX)
         return;
     const unsigned char *b = p->blk;
-    for (size_t i = v; p->sh_vutf8 && i < n;) { /* sh_tag saw no < > & " ' */
-        size_t k = b[i] < 0x80 ? 1 : utf8_seq(b + i, n - i);
+    for (size_t i = v; p->sh_vutf8 && i < n - 1;) { /* sh_tag saw no < > & " ' */
+        size_t k = b[i] < 0x80 ? 1 : utf8_seq(b + i, n - 1 - i);
         if (k == 0)
             return;
         i += k;
     }
-    p->blk[v] = 'x';
-    p->blk_len = v + 1;
-    if (p->blk_half != SIZE_MAX && p->blk_half > v + 1)
-        p->blk_half = v + 1; /* the half fell in the value */
-    p->sh_tpos[p->sh_tn] = (uint16_t)v;
-    p->sh_td[p->sh_tn++] = (uint16_t)(n - v - 1);
-    p->st.elided += n - v - 1;
+    size_t keep, at; /* bytes kept, and the last one's offset */
+    if (a != SIZE_MAX && a >= 1) {
+        keep = a;
+        at = a - 1;
+    } else {
+        if (n - 1 - v < 2)
+            return;
+        p->blk[v] = 'x';
+        p->blk[v + 1] = b[n - 1];
+        keep = v + 2;
+        at = v;
+    }
+    if (p->blk_half != SIZE_MAX && p->blk_half > at + 1)
+        p->blk_half = at + 1; /* the half fell in what went */
+    p->blk_len = keep;
+    p->sh_tpos[p->sh_tn] = (uint16_t)at;
+    p->sh_td[p->sh_tn++] = (uint16_t)(n - keep);
+    p->st.elided += n - keep;
 }
 
 /* In a start tag, from s[i]: follows it (g_step's syntax) to its end or
- * the end of the input; *from: the first byte not yet given to blk_put. */
-static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n, size_t *from)
+ * the end of the input; *from: the first byte not yet given to blk_put.
+ * With g, the guard's one reading moves with it (the same syntax, byte for
+ * byte): it stops before a '<' or NUL (a tag may start there for the
+ * guard), before a name libxml2 would cut, and where the count passes
+ * max_attrs (g->over); fused_scan then takes that byte on its own. */
+static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n, size_t *from,
+                     gfuse *g)
 {
     while (i < n) {
         unsigned char c = s[i];
+        if (g != NULL) {
+            if (c == '<' || c == 0)
+                return i;
+            if (p->sh_t != G_TNAME && p->sh_t != G_ANAME)
+                g->run = 0; /* the last byte was no name char (see fused_scan) */
+        }
         if (g_blank(c) && (p->sh_t == G_BEFORE || p->sh_t == G_AFTERNAME ||
                            p->sh_t == G_BEFOREVAL)) {
             while (++i < n && g_blank(s[i]))
@@ -1361,9 +1413,20 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
         switch (p->sh_t) {
         case G_TNAME:
         case G_ANAME: {
-            size_t j = i;
-            while (j < n && g_namechar(s[j]))
+            size_t j = i, lim = n;
+            if (g != NULL) { /* no further than one past a cut */
+                if (g->run >= GUARD_NAME_SPLIT)
+                    return i;
+                if (lim - i > GUARD_NAME_SPLIT + 1 - g->run)
+                    lim = i + GUARD_NAME_SPLIT + 1 - g->run;
+            }
+            while (j < lim && g_namechar(s[j]))
                 j++;
+            if (g != NULL) {
+                if (g->run + (j - i) > GUARD_NAME_SPLIT)
+                    return i; /* libxml2 cuts it here: the guard counts that */
+                g->run += j - i;
+            }
             size_t keep = p->sh_nlen < SH_NAME_KEEP ? SH_NAME_KEEP - p->sh_nlen : 0;
             if (keep > j - i)
                 keep = j - i;
@@ -1391,6 +1454,16 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
             if (c == '>')
                 goto end;
             if (g_namestart(c)) {
+                if (g != NULL && ++g->k > p->max_attrs) {
+                    g->over = true;
+                    return i;
+                }
+                if (p->blk_orig + (i - *from) >= BLOCK) { /* a block ends before it */
+                    blk_put(p, s + *from, i - *from);
+                    *from = i;
+                }
+                p->sh_aorig = p->blk_orig + (i - *from);
+                p->sh_aflush = p->blk_flushes;
                 p->sh_t = G_ANAME;
                 p->sh_nlen = 0;
             } else {
@@ -1414,6 +1487,12 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                     *from = i;
                     p->sh_vstart = p->blk_len;
                     p->sh_vutf8 = false;
+                    /* the name on, in this block and unshortened */
+                    size_t alen = p->blk_orig - p->sh_aorig;
+                    p->sh_astart = p->sh_aflush == p->blk_flushes && p->blk_orig >= p->sh_aorig &&
+                                           alen <= p->blk_len
+                                       ? p->blk_len - alen
+                                       : SIZE_MAX;
                 }
                 continue;
             }
@@ -1430,6 +1509,8 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                 if (i >= n)
                     return n;
                 if (s[i] != qc) {
+                    if (g != NULL && (s[i] == '<' || s[i] == 0))
+                        return i;
                     if (s[i] < 0x80) /* < > & or the other quote: kept */
                         p->sh_vstart = SIZE_MAX;
                     else
@@ -1437,15 +1518,23 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                     i++;
                     continue;
                 }
+            } else if (g != NULL) {
+                unsigned bit = qc == '"' ? 1 : 2;
+                while (i < n && !(g_qstop[s[i]] & bit))
+                    i++;
+                if (i >= n)
+                    return n;
+                if (s[i] != qc)
+                    return i; /* '<' or NUL */
             } else {
                 const unsigned char *q = memchr(s + i, qc, n - i);
                 if (q == NULL)
                     return n;
                 i = (size_t)(q - s);
             }
-            if (p->sh_vstart != SIZE_MAX) {
-                blk_put(p, s + *from, i - *from);
-                *from = i;
+            if (p->sh_vstart != SIZE_MAX) { /* the quote too */
+                blk_put(p, s + *from, i + 1 - *from);
+                *from = i + 1;
                 sh_shorten(p);
             }
             p->sh_t = G_BEFORE;
@@ -1453,12 +1542,15 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
             continue;
         }
         default: /* G_UVAL, G_BOGUS */
-            while (i < n && !g_blank(s[i]) && s[i] != '>')
+            while (i < n && !g_blank(s[i]) && s[i] != '>' &&
+                   (g == NULL || (s[i] != '<' && s[i] != 0)))
                 i++;
             if (i >= n)
                 return n;
             if (s[i] == '>')
                 goto end;
+            if (!g_blank(s[i]))
+                return i; /* with g: '<' or NUL */
             p->sh_t = G_BEFORE;
             i++;
             continue;
@@ -1466,10 +1558,14 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
     }
     return n;
 end:
+    if (g != NULL) {
+        g->ended = true;
+        g->run = 0;
+    }
     /* "<script/>" is closed at once: its content would not be raw */
     if (p->sh_raw != 0 && (i > 0 ? s[i - 1] : p->sh_last) == '/') {
         sh_off(p);
-        return i;
+        return g != NULL ? i + 1 : i; /* with g: where the guard is */
     }
     p->sh = p->sh_raw != 0 ? SH_RAW : SH_TEXT;
     return i + 1;
@@ -1617,16 +1713,120 @@ static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t 
     }
 }
 
+/* The shortener alone over s[i..n), no NULs, or until it is in state
+ * until (SH_OFF: to n); *from as for sh_tag. */
+static void sh_run(links_parser *p, const unsigned char *s, size_t i, size_t n, size_t *from,
+                   uint8_t until)
+{
+    while (i < n && p->sh != SH_OFF && p->sh != until && !p->stopped)
+        i = p->sh == SH_TAG ? sh_tag(p, s, i, n, from, NULL) : sh_step(p, s, i, n);
+}
+
 /* UTF-8 (NULs replaced) on its way to blk_put, unread values shortened. */
 static void sh_put(links_parser *p, const unsigned char *s, size_t n)
 {
     if (n == 0)
         return;
-    size_t i = 0, from = 0;
-    while (i < n && p->sh != SH_OFF && !p->stopped)
-        i = p->sh == SH_TAG ? sh_tag(p, s, i, n, &from) : sh_step(p, s, i, n);
+    size_t from = 0;
+    sh_run(p, s, 0, n, &from, SH_OFF);
     p->sh_last = s[n - 1];
     blk_put(p, s + from, n - from);
+}
+
+/* The guard (guard_scan) and the shortener (sh_put) over the UTF-8
+ * s[0..n) in one pass: where they agree on what the bytes are (text for
+ * both; a start tag the guard reads one way only, as the shortener does),
+ * each byte is read once for both; elsewhere each takes the byte on its
+ * own. The two never look at each other's state, so this gives what
+ * guard_scan then sh_put gave. Returns how many bytes are safe, n if all,
+ * those given to blk_put; stops early at a NUL byte too (*nul, OUT). */
+static size_t fused_scan(links_parser *p, const unsigned char *s, size_t n, bool *nul)
+{
+    size_t i = 0, from = 0, ok = n;
+    *nul = false;
+    while (i < n && !p->stopped) {
+        unsigned m = p->g_mask;
+        if (p->sh == SH_OFF) {
+            ok = i + guard_scan(p, s + i, n - i, nul);
+            break;
+        }
+        if (!p->g_lt && m == 0 && p->sh != SH_TAG) { /* text for the guard */
+            const unsigned char *lt = memchr(s + i, '<', n - i);
+            size_t e = lt != NULL ? (size_t)(lt - s) : n;
+            const unsigned char *z = memchr(s + i, 0, e - i);
+            if (z != NULL)
+                e = (size_t)(z - s);
+            /* a comment, a script, an end tag: to the text after it, which
+             * has no '<' (nothing for the shortener) */
+            sh_run(p, s, i, e, &from, SH_TEXT);
+            i = e;
+            if (z != NULL) {
+                *nul = true;
+                ok = i;
+                break;
+            }
+            if (i >= n)
+                break;
+            p->g_run = 0; /* guard_char(p, '<') with no reading */
+            p->g_lt = true;
+            if (p->sh != SH_TEXT) {
+                sh_run(p, s, i, i + 1, &from, SH_OFF);
+            } else if (i + 1 < n && is_alpha(s[i + 1])) {
+                /* a start tag: guard_char's new reading, sh_step's SH_LT;
+                 * its name's first byte goes to sh_tag with the rest */
+                p->g_lt = false;
+                p->g_mask = 1u << G_TNAME;
+                p->g_cnt[G_TNAME] = 0;
+                p->sh = SH_TAG;
+                p->sh_t = G_TNAME;
+                p->sh_nlen = 0;
+            } else if (i + 1 < n && s[i + 1] == '/') { /* an end tag: no reading */
+                p->g_lt = false;
+                p->sh = SH_ETAG;
+                i++;
+            } else {
+                p->sh = SH_LT;
+            }
+            i++;
+            continue;
+        }
+        if (!p->g_lt && m != 0 && (m & (m - 1)) == 0 && p->sh == SH_TAG &&
+            p->sh_t == __builtin_ctz(m)) {
+            gfuse g = {p->g_cnt[p->sh_t], p->g_run, false, false};
+            size_t j = sh_tag(p, s, i, n, &from, &g);
+            if (g.ended) {
+                p->g_mask = 0;
+            } else {
+                p->g_mask = 1u << p->sh_t;
+                p->g_cnt[p->sh_t] = g.k;
+            }
+            p->g_run = g.run;
+            if (g.over) {
+                ok = j;
+                break;
+            }
+            if (j > i) {
+                i = j;
+                continue;
+            }
+        }
+        unsigned char c = s[i]; /* one byte, each on its own */
+        if (c == 0) {
+            *nul = true;
+            ok = i;
+            break;
+        }
+        if (!guard_char(p, c < 0x80 ? c : 0x80)) {
+            ok = i;
+            break;
+        }
+        sh_run(p, s, i, i + 1, &from, SH_OFF);
+        i++;
+    }
+    if (ok > 0)
+        p->sh_last = s[ok - 1];
+    blk_put(p, s + from, ok - from);
+    return ok;
 }
 
 /* A tag with too many attributes ahead: parse what precedes it, stop. */
@@ -1642,8 +1842,7 @@ static void push_utf8(links_parser *p, const unsigned char *s, size_t n)
     static const unsigned char fffd[] = {0xEF, 0xBF, 0xBD};
     while (n > 0 && !p->stopped) {
         bool nul;
-        size_t ok = guard_scan(p, s, n, &nul);
-        sh_put(p, s, ok);
+        size_t ok = fused_scan(p, s, n, &nul);
         if (ok == n || p->stopped)
             return;
         if (!nul) {
@@ -1789,7 +1988,8 @@ static int start_page(links_parser *p)
      * pass-through UTF-8 handler (IGNORE_ENC). The guard and the copy into
      * blocks add 12% to libxml2's count (push_utf8 157 M, guard_char 37 M,
      * g_step 28 M; 2026-12-02: push_utf8 152 M, guard_char 35 M, g_step
-     * 26 M).
+     * 26 M; after the fused pass below, the guard and the shortener
+     * together ~245 M, 17% of libxml2's own 1,444 M).
      * Tried and not kept (branch jdk, 2026-12-02): shortening the text runs
      * between tags before libxml2 sees them (exact, checked both ways on
      * random, python3-doc and jdk pages and by fuzz_links) fed libxml2
@@ -1812,7 +2012,39 @@ static int start_page(links_parser *p)
      * blk_flush 1,495 M -> 1,191 M, sh_put 143 M), floor 1,441 M. CPU time
      * gains less than the count: bench_links -r 5 on the jdk pages, 5
      * interleaved runs each, module CPU / floor CPU median 1.15 -> 1.105
-     * (0.316 s -> 0.306 s median; the machine was shared). */
+     * (0.316 s -> 0.306 s median; the machine was shared).
+     * Kept (branch prepass, 2026-12-02): the whole unread attribute goes,
+     * not only its value (sh_shorten): 507 jdk pages 1,933 M -> 1,789 M
+     * (-7.5%; libxml2's own 1,444 M -> 1,314 M, fewer attributes to name,
+     * copy, compare and free). An estimate first, the pages rewritten by a
+     * script without those attributes: 1,666 M. With the fused pass:
+     * 2,083 M -> 1,790 M (-14%) on the jdk pages; python3-doc, every 5th
+     * page (106, 8.95 MB): 1,547 M -> 1,240 M (-20%). bench_links -r 3 on
+     * the jdk pages, 5 interleaved runs each: module CPU median 0.281 s ->
+     * 0.238 s, module / floor 1.07 -> 0.88 (below the floor: libxml2 gets
+     * fewer bytes than in it). Whole jdk crawls, 3 interleaved each on a
+     * loaded machine: crawld CPU median 8.75 s -> 7.97 s (0.863 -> 0.786
+     * ms/page), wall 7.58 s -> 7.13 s, peak RSS 24.3 MiB both; perf split
+     * after: libxml2 47.7%, crawld 21.8% (sh_tag 5.5, push_utf8 1.2, sh_run
+     * 1.1), libc 17.9%, kernel 5.9%, SQLite 3.1%, curl 3.0%.
+     * Kept (branch prepass, 2026-12-02): the guard and the shortener in one
+     * pass (fused_scan; each byte read once where both read it the same
+     * way). The same 507 jdk pages: links_feed + links_finish 2,083 M ->
+     * 1,933 M (-7.2%); the pre-pass (push_utf8 152 M, sh_put 156 M,
+     * guard_char 35 M, g_step 26 M, memchr 24 M) -> sh_tag 152 M, push_utf8
+     * 40 M, sh_run 36 M, memchr 16 M, guard_char and g_step below 1 M.
+     * bench_links -r 3, 5 interleaved runs each: module CPU median 0.284 s
+     * -> 0.263 s, module / floor median 1.11 -> 1.03. A whole crawl of the
+     * jdk site (bench config, perf cpu-clock samples of the crawld process)
+     * before: libxml2 46.6%, crawld 22.7% (this pre-pass ~12%: sh_put 4.6,
+     * push_utf8 4.2, the guard's memchr 1.8, guard_char 0.8; URL parsing,
+     * scope and dedup ~8%), libc 19.4% (strcmp 3.8 and memcmp 2.1 called
+     * by libxml2, memchr 3.4, malloc/free ~4 most of it libxml2's own,
+     * memmove 2.5: blk_put, libxml2's buffers, the URL forms), kernel 4.9%,
+     * SQLite 3.0%, curl 2.8%; WARC, zlib and the digest 0 (the bench runs
+     * with archive.warc = false); after: libxml2 49.6%, crawld 20.6%
+     * (sh_tag 5.2, push_utf8 1.0, sh_run 1.0), libc 18.9%. No body is
+     * gathered or copied on the way (hook_body feeds links_feed). */
     quiet q;
     quiet_begin(&q);
     int rc = 0;
@@ -1915,6 +2147,7 @@ void links_reset(links_parser *p, const char *content_type)
     p->blk_half = SIZE_MAX;
     p->sh = p->keep_values ? SH_OFF : SH_TEXT;
     p->sh_vstart = SIZE_MAX;
+    p->sh_astart = SIZE_MAX;
     p->sh_tn = 0;
     p->sh_last = 0;
     p->finished = false;
