@@ -148,6 +148,15 @@ int member_open(const member_opts *o, member **out, char *err, size_t errlen)
         rc = -ENOMEM;
         goto fail;
     }
+    if (o->store_dir != NULL && o->store_dir[0] != '\0') {
+        key(m, k, "stores");
+        rc = redis_cmd(m->rc, &r, "HSET", k, m->id, o->store_dir, NULL);
+        redis_reply_free(r);
+        if (rc < 0) {
+            snprintf(err, errlen, "%s", redis_error(m->rc));
+            goto fail;
+        }
+    }
     m->info.slots = m->slots;
     m->info.redis_up = true;
     *out = m;
@@ -451,9 +460,70 @@ static int release(member *m, uint32_t s)
     return rc;
 }
 
+/* The slot is loaded here: P"holder" names this node, so a later owner
+ * knows whose store to rescue it from should this node vanish. */
+static int loaded_here(member *m, uint32_t s)
+{
+    char hk[KEY_MAX], sn[12];
+    key(m, hk, "holder");
+    snprintf(sn, sizeof sn, "%u", s);
+    redis_reply *r = NULL;
+    int rc = redis_cmd(m->rc, &r, "HSET", hk, sn, m->id, NULL);
+    redis_reply_free(r);
+    return rc;
+}
+
+static int loaded_done(member *m, uint32_t s)
+{
+    int rc = loaded_here(m, s);
+    if (rc == 0)
+        m->unloaded[s] = false;
+    return rc;
+}
+
+/* No checkpoint recorded: rescued from the store of its last holder when
+ * that was another node that registered one (gone for good, or released
+ * it without a checkpoint), else nothing to load. */
+static int rescue(member *m, uint32_t s)
+{
+    char hk[KEY_MAX], sk[KEY_MAX], sn[12], from[256];
+    if (m->o.rescue == NULL)
+        return loaded_done(m, s);
+    key(m, hk, "holder");
+    key(m, sk, "stores");
+    snprintf(sn, sizeof sn, "%u", s);
+    redis_reply *r = NULL;
+    int rc = redis_cmd(m->rc, &r, "HGET", hk, sn, NULL);
+    if (rc < 0)
+        return rc;
+    bool other = redis_reply_type(r) == REDIS_T_STR &&
+                 strcmp(redis_reply_str(r, NULL), m->id) != 0;
+    snprintf(from, sizeof from, "%s", other ? redis_reply_str(r, NULL) : "");
+    redis_reply_free(r);
+    if (!other)
+        return loaded_done(m, s);
+    r = NULL;
+    rc = redis_cmd(m->rc, &r, "HGET", sk, from, NULL);
+    if (rc < 0)
+        return rc;
+    if (redis_reply_type(r) != REDIS_T_STR) {
+        redis_reply_free(r);
+        return loaded_done(m, s); /* no store the others can reach */
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", redis_reply_str(r, NULL));
+    redis_reply_free(r);
+    if (m->o.rescue(m->o.hook_arg, s, from, dir) < 0)
+        return 0; /* asked again next tick; the slot stays unfetched */
+    rc = loaded_done(m, s); /* failed: rescued again next tick, a no-op */
+    if (rc == 0)
+        m->info.rescues++;
+    return rc;
+}
+
 /* A held slot not loaded yet: loads the checkpoint P"ckpt:N" names, if
- * any, then deletes the record; until then the slot is neither fetched
- * nor read. */
+ * any, then deletes the record (or rescues it, see rescue); until then
+ * the slot is neither fetched nor read. */
 static int load(member *m, uint32_t s)
 {
     char ck[KEY_MAX];
@@ -463,15 +533,19 @@ static int load(member *m, uint32_t s)
     if (rc < 0)
         return rc;
     if (redis_reply_type(r) != REDIS_T_STR || m->o.load == NULL) {
-        m->unloaded[s] = false; /* nothing to load */
         redis_reply_free(r);
-        return 0;
+        return rescue(m, s);
     }
     char path[4096];
     snprintf(path, sizeof path, "%s", redis_reply_str(r, NULL));
     redis_reply_free(r);
     if (m->o.load(m->o.hook_arg, s, path) < 0)
         return 0; /* asked again next tick; the slot stays unfetched */
+    /* the holder first: a failure after it loads the record again (a
+     * no-op by the seen test), never rescues from the old owner */
+    rc = loaded_here(m, s);
+    if (rc < 0)
+        return rc;
     r = NULL;
     char tk[KEY_MAX], sn[12];
     key(m, tk, "ckpts");

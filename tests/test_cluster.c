@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include "config/config.h"
 #include "frontier/frontier.h"
 #include "storage/db.h"
+#include "storage/outbox.h"
 #include "tests/support/proc.h"
 #include "tests/support/redisd.h"
 
@@ -1454,6 +1456,203 @@ static void slot_export_and_import_failures_leave_nothing(void **state)
     two_stores_close(&t);
 }
 
+/* ---- a node gone for good ------------------------------------------------ */
+
+typedef struct fake_rescuer {
+    int fail;
+    int calls, rescues;
+    uint32_t last_slot;
+    char from[64], dir[64];
+} fake_rescuer;
+
+static int fake_rescue(void *arg, uint32_t slot, const char *from, const char *dir)
+{
+    fake_rescuer *f = arg;
+    f->calls++;
+    f->last_slot = slot;
+    snprintf(f->from, sizeof f->from, "%s", from);
+    snprintf(f->dir, sizeof f->dir, "%s", dir);
+    if (f->fail)
+        return -EIO;
+    f->rescues++;
+    return 0;
+}
+
+/* a and b share a crawl, each with its store registered (b's share came
+ * from a without a checkpoint: rescued from a's store); b dies (no more
+ * ticks) and its slots move to a past its lease (grace 0). a rescues each
+ * of them from b's store, not its own: while the rescue fails, a holds
+ * them unfetched and not local; once it succeeds they are fetched, and
+ * P"holder" names a for every slot, so nothing is rescued twice. */
+static void a_gone_nodes_slots_are_rescued_from_its_store(void **state)
+{
+    (void)state;
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
+    const uint32_t slots = 16;
+    const char *names[2] = { "node-a", "node-b" };
+    const char *dirs[2] = { "/shared/state-a", "/shared/state-b" };
+    fake_rescuer fr[2] = { { .fail = 1 }, { 0 } };
+    member *m[2];
+    char err[256];
+    for (int i = 0; i < 2; i++) {
+        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
+                          .slots = slots, .lease_ms = 200, .store_dir = dirs[i],
+                          .rescue = fake_rescue, .hook_arg = &fr[i] };
+        if (member_open(&o, &m[i], err, sizeof err) < 0)
+            fail_msg("member_open: %s", err);
+    }
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    member_info in;
+    member_get_info(m[1], &in);
+    uint32_t had = in.held;
+    assert_true(had > 0 && had < slots);
+    /* a took every slot first (nothing to rescue: no earlier holder), then
+     * released b's share without a checkpoint (no handover hook here):
+     * b rescued each of them from a's store */
+    assert_int_equal(fr[0].calls, 0);
+    assert_int_equal(fr[1].calls, (int)had);
+    assert_string_equal(fr[1].from, "node-a");
+    assert_string_equal(fr[1].dir, dirs[0]);
+    fr[1].calls = 0;
+    redis_reply *sr = NULL;
+    assert_int_equal(redis_cmd(c, &sr, "HGET", "crawld:t:stores", "node-b", NULL), 0);
+    assert_string_equal(redis_reply_str(sr, NULL), dirs[1]);
+    redis_reply_free(sr);
+    /* b dies: a alone ticks until it holds every slot (some unloaded) */
+    int64_t t0 = cr_mono_ms();
+    do {
+        assert_int_equal(member_tick(m[0], cr_mono_ms()), 0);
+        member_get_info(m[0], &in);
+        nap_ms(20);
+    } while (in.held < slots && cr_mono_ms() - t0 < 5000);
+    assert_int_equal(in.held, slots);
+    assert_int_equal(in.unloaded, had);
+    assert_true(fr[0].calls >= (int)had);
+    assert_string_equal(fr[0].from, "node-b");
+    assert_string_equal(fr[0].dir, dirs[1]);
+    int64_t now = cr_mono_ms();
+    uint32_t shut = 0;
+    for (uint32_t s = 0; s < slots; s++)
+        shut += !member_may_fetch(m[0], s, now) && !member_is_local(m[0], s);
+    assert_int_equal(shut, had);
+    /* the rescue succeeds: every slot fetched, each rescued once */
+    fr[0].fail = 0;
+    int before = fr[0].calls;
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(member_tick(m[0], cr_mono_ms()), 0);
+        nap_ms(5);
+    }
+    member_get_info(m[0], &in);
+    assert_int_equal(in.unloaded, 0);
+    assert_int_equal(in.rescues, had);
+    assert_int_equal(fr[0].calls - before, (int)had);
+    now = cr_mono_ms();
+    for (uint32_t s = 0; s < slots; s++) {
+        assert_true(member_may_fetch(m[0], s, now));
+        char k[16];
+        snprintf(k, sizeof k, "%u", s);
+        redis_reply *r = NULL;
+        assert_int_equal(redis_cmd(c, &r, "HGET", "crawld:t:holder", k, NULL), 0);
+        assert_string_equal(redis_reply_str(r, NULL), "node-a");
+        redis_reply_free(r);
+    }
+    assert_int_equal(fr[1].calls, 0);
+    free_two(m, c, d);
+}
+
+/* A node's rows are exported from its store by another process, as they
+ * were committed; a store that is not there is refused and not created. */
+static void slot_rows_export_from_a_gone_store(void **state)
+{
+    (void)state;
+    char dir[64], a_dir[96], b_dir[96], ck[128], none[128];
+    snprintf(dir, sizeof dir, "/tmp/crawld-test-gone-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(a_dir, sizeof a_dir, "%s/a", dir);
+    snprintf(b_dir, sizeof b_dir, "%s/b", dir);
+    snprintf(ck, sizeof ck, "%s/rescue.db", dir);
+    db *a = open_store(a_dir), *b = open_store(b_dir);
+    fill_store(a);
+    char err[512];
+    int64_t rows = 0, mark = 0;
+    assert_int_equal(db_slot_export_store(a_dir, ck, "x", pick_odd, NULL, &rows, err,
+                                          sizeof err), 0);
+    assert_int_equal(rows, 6);
+    assert_int_equal(db_slot_import(b, ck, "x", &mark, &rows, err, sizeof err), 0);
+    assert_int_equal(rows, 6);
+    assert_int_equal(has_url(b, "http://h5/p1"), 1);
+    assert_int_equal(has_url(b, "http://h4/p0"), 0);
+    snprintf(none, sizeof none, "%s/none", dir);
+    assert_int_equal(db_slot_export_store(none, ck, "x", pick_odd, NULL, &rows, err, sizeof err),
+                     -ENOENT);
+    assert_non_null(strstr(err, "none/crawld.db"));
+    assert_int_equal(rows, 0);
+    assert_int_equal(access(none, F_OK), -1);
+    assert_int_equal(db_close(a), 0);
+    assert_int_equal(db_close(b), 0);
+    const char *argv[] = { "/bin/rm", "-rf", dir, NULL };
+    proc_run(argv, NULL, 0, NULL, NULL);
+}
+
+/* A gone node's outbox moves here: copied, then gone there; a missing one
+ * is nothing to move; an unreadable one moves nothing and keeps ours. */
+static void a_gone_nodes_outbox_moves_here(void **state)
+{
+    (void)state;
+    char dir[64], a_dir[96], b_dir[96], c_dir[96], path[128], err[256];
+    snprintf(dir, sizeof dir, "/tmp/crawld-test-goneob-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(a_dir, sizeof a_dir, "%s/a", dir);
+    snprintf(b_dir, sizeof b_dir, "%s/b", dir);
+    snprintf(c_dir, sizeof c_dir, "%s/c", dir);
+    assert_int_equal(mkdir(a_dir, 0700), 0);
+    assert_int_equal(mkdir(b_dir, 0700), 0);
+    assert_int_equal(mkdir(c_dir, 0700), 0);
+    outbox *a = NULL, *b = NULL;
+    assert_int_equal(outbox_open(a_dir, &a, err, sizeof err), 0);
+    assert_int_equal(outbox_open(b_dir, &b, err, sizeof err), 0);
+    outbox_link l[3] = {
+        { .slot = 1, .url = "http://x/1", .url_len = 10, .host = "x", .depth = 1 },
+        { .slot = 2, .url = "http://y/2", .url_len = 10, .host = "y", .depth = 2 },
+        { .slot = 3, .url = "http://z/3", .url_len = 10, .host = "z", .depth = 3 },
+    };
+    assert_int_equal(outbox_add(b, l, 3), 0);
+    assert_int_equal(outbox_add(a, l, 1), 0);
+    outbox_close(b); /* b is gone */
+    int64_t rows = -1;
+    assert_int_equal(outbox_take_from(a, b_dir, &rows), 0);
+    assert_int_equal(rows, 3);
+    assert_int_equal(outbox_count(a), 4);
+    outbox_row *got = NULL;
+    size_t n = 0;
+    assert_int_equal(outbox_peek(a, 10, &got, &n), 0);
+    assert_int_equal(n, 4);
+    assert_string_equal(got[3].url, "http://z/3");
+    assert_int_equal(got[3].slot, 3);
+    assert_int_equal(got[3].depth, 3);
+    outbox_rows_free(got, n);
+    assert_int_equal(outbox_take_from(a, b_dir, &rows), 0); /* moved: nothing left there */
+    assert_int_equal(rows, 0);
+    assert_int_equal(outbox_take_from(a, c_dir, &rows), 0); /* none there */
+    assert_int_equal(rows, 0);
+    assert_int_equal(access(c_dir, F_OK), 0);
+    snprintf(path, sizeof path, "%s/outbox.db", c_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("not a database, not at all, but long enough to look like a header.....\n", f);
+    fclose(f);
+    assert_true(outbox_take_from(a, c_dir, &rows) < 0); /* unreadable: nothing moved */
+    assert_int_equal(rows, 0);
+    assert_int_equal(outbox_count(a), 4);
+    outbox_link more = { .slot = 4, .url = "http://w/4", .url_len = 10, .host = "w" };
+    assert_int_equal(outbox_add(a, &more, 1), 0); /* and ours still works */
+    assert_int_equal(outbox_count(a), 5);
+    outbox_close(a);
+    const char *argv[] = { "/bin/rm", "-rf", dir, NULL };
+    proc_run(argv, NULL, 0, NULL, NULL);
+}
+
 /* The frontier forgets a slot's host (not while a job of it is in
  * flight), and reads a host again whose rows were added behind its back. */
 static void frontier_forgets_and_wakes_a_slots_hosts(void **state)
@@ -1560,6 +1759,9 @@ int main(void)
         cmocka_unit_test_teardown(import_fails_the_new_owner_does_not_fetch, teardown),
         cmocka_unit_test_teardown(a_slot_never_loaded_passes_its_checkpoint_on, teardown),
         cmocka_unit_test_teardown(a_departing_node_hands_every_slot_over, teardown),
+        cmocka_unit_test_teardown(a_gone_nodes_slots_are_rescued_from_its_store, teardown),
+        cmocka_unit_test_teardown(slot_rows_export_from_a_gone_store, teardown),
+        cmocka_unit_test_teardown(a_gone_nodes_outbox_moves_here, teardown),
         cmocka_unit_test_teardown(slot_rows_export_import_drop, teardown),
         cmocka_unit_test_teardown(slot_export_and_import_failures_leave_nothing, teardown),
         cmocka_unit_test_teardown(frontier_forgets_and_wakes_a_slots_hosts, teardown),
