@@ -1562,7 +1562,8 @@ static void a_gone_nodes_slots_are_rescued_from_its_store(void **state)
 }
 
 /* A node's rows are exported from its store by another process, as they
- * were committed; a store that is not there is refused and not created. */
+ * were committed, and its lost outcomes counted in the checkpoint; a
+ * store that is not there is refused and not created. */
 static void slot_rows_export_from_a_gone_store(void **state)
 {
     (void)state;
@@ -1579,6 +1580,15 @@ static void slot_rows_export_from_a_gone_store(void **state)
     assert_int_equal(db_slot_export_store(a_dir, ck, "x", pick_odd, NULL, &rows, err,
                                           sizeof err), 0);
     assert_int_equal(rows, 6);
+    /* started fetches (from a dispatch log): h1/p1 (id 4, twice) and h3/p1
+     * (8) never got an outcome; h1/p0 (3) did; h0/p1 (2) is not the slot's */
+    const int64_t ids[] = { 4, 3, 8, 4, 2 };
+    const int att[] = { 1, 1, 1, 1, 1 };
+    int64_t lost = -1;
+    assert_int_equal(db_slot_lost(ck, ids, att, 5, &lost, err, sizeof err), 0);
+    assert_int_equal(lost, 2);
+    assert_int_equal(db_slot_lost(ck, NULL, NULL, 0, &lost, err, sizeof err), 0);
+    assert_int_equal(lost, 0);
     assert_int_equal(db_slot_import(b, ck, "x", &mark, &rows, err, sizeof err), 0);
     assert_int_equal(rows, 6);
     assert_int_equal(has_url(b, "http://h5/p1"), 1);
@@ -1589,6 +1599,7 @@ static void slot_rows_export_from_a_gone_store(void **state)
     assert_non_null(strstr(err, "none/crawld.db"));
     assert_int_equal(rows, 0);
     assert_int_equal(access(none, F_OK), -1);
+    assert_true(db_slot_lost(none, ids, att, 5, &lost, err, sizeof err) < 0); /* no file */
     assert_int_equal(db_close(a), 0);
     assert_int_equal(db_close(b), 0);
     const char *argv[] = { "/bin/rm", "-rf", dir, NULL };
