@@ -52,6 +52,8 @@ struct member {
     bool *wanted;
     bool *leaving;        /* held, not wanted, gate closed: handover next tick */
     bool *unloaded;       /* held, its checkpoint not loaded yet */
+    bool *orphaned;       /* lease lost (fenced): its rows here are dropped once
+                           * P"holder" names the node that rescued them */
     bool departing;       /* member_depart: hand every slot over */
     _Atomic int64_t *deadline; /* may fetch until (monotonic ms); 0: no */
     atomic_bool *local;   /* held, loaded, not leaving (member_is_local) */
@@ -141,9 +143,10 @@ int member_open(const member_opts *o, member **out, char *err, size_t errlen)
     m->deadline = cr_calloc(m->slots, sizeof *m->deadline);
     m->leaving = cr_calloc(m->slots, sizeof *m->leaving);
     m->unloaded = cr_calloc(m->slots, sizeof *m->unloaded);
+    m->orphaned = cr_calloc(m->slots, sizeof *m->orphaned);
     m->local = cr_calloc(m->slots, sizeof *m->local);
     if (m->held == NULL || m->wanted == NULL || m->deadline == NULL || m->leaving == NULL ||
-        m->unloaded == NULL || m->local == NULL) {
+        m->unloaded == NULL || m->local == NULL || m->orphaned == NULL) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto fail;
@@ -176,6 +179,7 @@ void member_free(member *m)
     cr_free((void *)m->deadline);
     cr_free(m->leaving);
     cr_free(m->unloaded);
+    cr_free(m->orphaned);
     cr_free((void *)m->local);
     cr_free(m);
 }
@@ -562,6 +566,36 @@ static int load(member *m, uint32_t s)
     return rc;
 }
 
+/* A slot whose lease this node lost: once P"holder" names another node,
+ * that node has rescued the rows from this store, which are stale from
+ * then on: dropped (the orphaned hook; retried while it fails). While it
+ * names this node, another node may be rescuing the slot right now: the
+ * rows are kept only once this node holds the lease again (taken with
+ * SET NX, so nobody can rescue it meanwhile). Until then it is neither
+ * loaded nor fetched here. */
+static int settle_orphan(member *m, uint32_t s)
+{
+    char hk[KEY_MAX], sn[12];
+    key(m, hk, "holder");
+    snprintf(sn, sizeof sn, "%u", s);
+    redis_reply *r = NULL;
+    int rc = redis_cmd(m->rc, &r, "HGET", hk, sn, NULL);
+    if (rc < 0)
+        return rc;
+    bool mine = redis_reply_type(r) != REDIS_T_STR || strcmp(redis_reply_str(r, NULL), m->id) == 0;
+    redis_reply_free(r);
+    if (mine) {
+        if (m->held[s])
+            m->orphaned[s] = false; /* nobody rescued it: the rows stay */
+        return 0;
+    }
+    if (m->o.orphaned(m->o.hook_arg, s) == 0) {
+        m->orphaned[s] = false;
+        m->info.orphans_dropped++;
+    }
+    return 0;
+}
+
 /* Takes the slots the map gives this node (SET NX: only once free), loads
  * what their last holder handed over, and releases the ones it took away. */
 static int take_and_release(member *m)
@@ -569,7 +603,11 @@ static int take_and_release(member *m)
     char k[KEY_MAX];
     int rc = 0;
     for (uint32_t s = 0; s < m->slots && rc == 0; s++) {
-        if (m->held[s] && !m->wanted[s]) {
+        if (m->orphaned[s] && (!m->held[s] || m->unloaded[s]))
+            rc = settle_orphan(m, s);
+        if (rc < 0) {
+            continue;
+        } else if (m->held[s] && !m->wanted[s]) {
             rc = release(m, s);
         } else if (!m->held[s] && m->wanted[s]) {
             slot_key(m, k, s);
@@ -580,13 +618,16 @@ static int take_and_release(member *m)
                 m->held[s] = true;
                 m->unloaded[s] = true;
                 m->info.held++;
-                rc = load(m, s);
+                if (m->orphaned[s])
+                    rc = settle_orphan(m, s); /* the lease is ours: decided now */
+                if (rc == 0 && !m->orphaned[s])
+                    rc = load(m, s);
                 if (rc == 0 && !m->unloaded[s])
                     atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
                                           memory_order_release);
             }
             redis_reply_free(r);
-        } else if (m->held[s] && m->unloaded[s]) {
+        } else if (m->held[s] && m->unloaded[s] && !m->orphaned[s]) {
             rc = load(m, s); /* fetched once renewed, from the next tick */
         } else if (m->held[s]) {
             m->leaving[s] = false; /* wanted again before it was handed over */
@@ -667,6 +708,9 @@ int member_tick(member *m, int64_t now_ms)
             /* Gone (we were too slow) or someone else's now: fenced. */
             atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
             atomic_store(&m->local[s], false);
+            /* its rows here go stale once another node rescues the slot */
+            m->orphaned[s] = m->o.orphaned != NULL && m->o.store_dir != NULL &&
+                             m->o.store_dir[0] != '\0' && !m->unloaded[s];
             m->held[s] = false;
             m->leaving[s] = false;
             m->unloaded[s] = false;

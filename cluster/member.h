@@ -88,6 +88,11 @@ typedef struct member_opts {
      * the slot held but neither fetched nor read meanwhile. */
     const char *store_dir;
     int (*rescue)(void *arg, uint32_t slot, const char *from, const char *store_dir);
+    /* orphaned: a slot whose lease this node lost (fenced) and that another
+     * node has since rescued from this store: its rows here are stale,
+     * drop them. 0 once done, else asked again every tick (the slot is not
+     * taken back meanwhile). NULL: kept (used only with store_dir). */
+    int (*orphaned)(void *arg, uint32_t slot);
     void *hook_arg;
 } member_opts;
 
@@ -105,6 +110,7 @@ typedef struct member_info {
     uint64_t handed_over;  /* slots released with their checkpoint */
     uint64_t loads;        /* checkpoints loaded */
     uint64_t rescues;      /* slots loaded from the store of a node gone for good */
+    uint64_t orphans_dropped; /* lost slots whose stale rows here were dropped */
     char error[256];       /* the last Redis error, "" when up */
 } member_info;
 

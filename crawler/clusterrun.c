@@ -24,6 +24,7 @@ struct clusterrun {
     outbox *ob;
     node *n;
     char node_id[512];
+    char store[4096];      /* state_dir for the others (member_opts.store_dir) */
     atomic_bool ready;
     atomic_bool halted;    /* the fault hook closed the gate */
     atomic_bool wired;     /* crawl_set_cluster done: apply may admit */
@@ -111,6 +112,28 @@ static void released(void *arg, uint32_t slot)
     if (crawl_slot_drop(r->c, pick_host, &p, &rows, err, sizeof err) < 0)
         fprintf(r->log, "crawld: cluster: slot %u was handed over but dropping its rows here"
                         " failed (%s): they stay, never fetched\n", slot, err);
+}
+
+/* A slot this node lost (fenced: paused past the grace), rescued since by
+ * another node from this store: its rows here are stale. -EBUSY while a
+ * fetch of it is still in flight (its outcome would land after). */
+static int orphaned(void *arg, uint32_t slot)
+{
+    clusterrun *r = arg;
+    slot_pick p = { r, slot };
+    char err[512];
+    int64_t rows = 0;
+    /* crawl_slot_drop forgets host after host and stops at a busy one
+     * (the hosts before it forgotten, the rows kept): not until none is */
+    if (crawl_slot_busy(r->c, pick_host, &p))
+        return -EBUSY;
+    int rc = crawl_slot_drop(r->c, pick_host, &p, &rows, err, sizeof err);
+    if (rc < 0 && rc != -EBUSY)
+        say_failure(r, slot, "dropping the rows of a slot lost to another node failed", err);
+    if (rc == 0)
+        fprintf(r->log, "crawld: cluster: slot %u was lost to another node, which rescued it:"
+                        " its %lld rows here are dropped\n", slot, (long long)rows);
+    return rc;
 }
 
 /* The new owner, before it fetches or reads the slot. */
@@ -400,16 +423,15 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
         return rc;
     }
     /* reachable by the others only with shared storage (cluster.shared_dir) */
-    char store[4096] = "";
-    if (cfg->cluster.shared_dir[0] != '\0' && realpath(cfg->storage.state_dir, store) == NULL)
-        store[0] = '\0';
+    if (cfg->cluster.shared_dir[0] != '\0' && realpath(cfg->storage.state_dir, r->store) == NULL)
+        r->store[0] = '\0';
     node_opts o = {
         .member = { .redis = cfg->cluster.redis, .crawl_id = cfg->cluster.crawl_id,
                     .node_id = r->node_id, .slots = (uint32_t)cfg->cluster.slots,
                     .lease_ms = cfg->cluster.lease_ms, .grace_ms = cfg->cluster.grace_ms,
                     .handover = handover, .released = released, .load = load,
-                    .loaded = loaded, .store_dir = store, .rescue = rescue,
-                    .hook_arg = r },
+                    .loaded = loaded, .store_dir = r->store, .rescue = rescue,
+                    .orphaned = orphaned, .hook_arg = r },
         .outbox = r->ob, .apply = apply, .apply_arg = r,
         .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,
     };

@@ -3180,8 +3180,8 @@ out:
     return rc;
 }
 
-int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
-                 size_t errlen)
+int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, db_id_fn told, void *told_arg,
+                 int64_t *rows, char *err, size_t errlen)
 {
     slot_pick p = { pick, arg };
     sqlite3 *c = NULL;
@@ -3195,6 +3195,16 @@ int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, int64_t *rows, char *er
     if (step == SQLITE_OK)
         step = slot_counts(c, "SELECT state, count(*) FROM urls WHERE crawld_pick(host)"
                               " GROUP BY state", gone);
+    if (step == SQLITE_OK && told != NULL) {
+        sqlite3_stmt *s = NULL;
+        step = sqlite3_prepare_v2(c, "SELECT id FROM urls WHERE crawld_pick(host)", -1, &s, NULL);
+        while (step == SQLITE_OK && (step = sqlite3_step(s)) == SQLITE_ROW) {
+            told(told_arg, sqlite3_column_int64(s, 0));
+            step = SQLITE_OK;
+        }
+        sqlite3_finalize(s);
+        step = step == SQLITE_DONE ? SQLITE_OK : step;
+    }
     if (step == SQLITE_OK)
         step = sqlite3_exec(c, "DELETE FROM urls WHERE crawld_pick(host)", NULL, NULL, NULL);
     if (step == SQLITE_OK)

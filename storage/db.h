@@ -528,8 +528,12 @@ int db_slot_lost(const char *path, const int64_t *ids, const int *attempts, size
 int db_slot_import(db *d, const char *path, const char *crawl, int64_t *mark, int64_t *rows,
                    char *err, size_t errlen);
 /* Deletes every row whose host pick accepts, in one transaction (the slot
- * moved away; the caller's frontier forgot its hosts first). OUT: rows */
-int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
-                 size_t errlen);
+ * moved away; the caller's frontier forgot its hosts first). told (may be
+ * NULL) is given each deleted row's id first: SQLite gives a later insert
+ * the id of a deleted last row again, and a frontier that remembers the
+ * old row by its id would skip the new one. OUT: rows */
+typedef void (*db_id_fn)(void *arg, int64_t id);
+int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, db_id_fn told, void *told_arg,
+                 int64_t *rows, char *err, size_t errlen);
 
 #endif

@@ -1371,6 +1371,18 @@ static void two_stores_close(two_stores *t)
     proc_run(argv, NULL, 0, NULL, NULL);
 }
 
+typedef struct gone_ids {
+    int64_t ids[16];
+    size_t n;
+} gone_ids;
+
+static void note_gone(void *arg, int64_t id)
+{
+    gone_ids *g = arg;
+    if (g->n < 16)
+        g->ids[g->n++] = id;
+}
+
 /* The picked hosts' rows travel, done and queued; the new owner keeps its
  * own copy of a URL it had; the old owner's drop leaves the rest; both
  * stores' counts follow. */
@@ -1403,8 +1415,12 @@ static void slot_rows_export_import_drop(void **state)
     /* imported again: nothing new */
     assert_int_equal(db_slot_import(b, ck, "crawl-x", &mark, &rows, err, sizeof err), 0);
     assert_int_equal(rows, 0);
-    assert_int_equal(db_slot_drop(a, pick_odd, NULL, &rows, err, sizeof err), 0);
+    gone_ids g = { 0 };
+    assert_int_equal(db_slot_drop(a, pick_odd, NULL, note_gone, &g, &rows, err, sizeof err), 0);
     assert_int_equal(rows, 6);
+    assert_int_equal(g.n, 6); /* each dropped row's id told first: h1, h3, h5 */
+    assert_int_equal(g.ids[0] + g.ids[1] + g.ids[2] + g.ids[3] + g.ids[4] + g.ids[5],
+                     3 + 4 + 7 + 8 + 11 + 12);
     db_get_stats(a, &st);
     assert_int_equal(st.rows[DB_STATE_DONE], 3);
     assert_int_equal(st.rows[DB_STATE_QUEUED], 3);
@@ -1459,8 +1475,8 @@ static void slot_export_and_import_failures_leave_nothing(void **state)
 /* ---- a node gone for good ------------------------------------------------ */
 
 typedef struct fake_rescuer {
-    int fail;
-    int calls, rescues;
+    int fail, orphan_fail;
+    int calls, rescues, orphan_calls, orphans;
     uint32_t last_slot;
     char from[64], dir[64];
 } fake_rescuer;
@@ -1475,6 +1491,17 @@ static int fake_rescue(void *arg, uint32_t slot, const char *from, const char *d
     if (f->fail)
         return -EIO;
     f->rescues++;
+    return 0;
+}
+
+static int fake_orphaned(void *arg, uint32_t slot)
+{
+    (void)slot;
+    fake_rescuer *f = arg;
+    f->orphan_calls++;
+    if (f->orphan_fail)
+        return -EBUSY;
+    f->orphans++;
     return 0;
 }
 
@@ -1558,6 +1585,69 @@ static void a_gone_nodes_slots_are_rescued_from_its_store(void **state)
         redis_reply_free(r);
     }
     assert_int_equal(fr[1].calls, 0);
+    free_two(m, c, d);
+}
+
+/* b pauses past its lease (grace 0): a rescues b's slots. b comes back:
+ * its renewals fail (fenced), and since P"holder" names a, its rows of
+ * those slots are stale: the orphaned hook drops them, asked again while
+ * it fails, and b loads and fetches none of them before it succeeds; then
+ * the map gives them back to b, which rescues them from a's store. */
+static void a_paused_node_drops_what_was_rescued_before_taking_it_back(void **state)
+{
+    (void)state;
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
+    const uint32_t slots = 16;
+    const char *names[2] = { "node-a", "node-b" };
+    const char *dirs[2] = { "/shared/state-a", "/shared/state-b" };
+    fake_rescuer fr[2] = { { 0 }, { .orphan_fail = 1 } };
+    member *m[2];
+    char err[256];
+    for (int i = 0; i < 2; i++) {
+        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
+                          .slots = slots, .lease_ms = 200, .store_dir = dirs[i],
+                          .rescue = fake_rescue, .orphaned = fake_orphaned, .hook_arg = &fr[i] };
+        if (member_open(&o, &m[i], err, sizeof err) < 0)
+            fail_msg("member_open: %s", err);
+    }
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    member_info in;
+    member_get_info(m[1], &in);
+    uint32_t had = in.held;
+    int b_rescues = fr[1].rescues;
+    /* b paused: a takes and rescues every slot of b's */
+    int64_t t0 = cr_mono_ms();
+    do {
+        assert_int_equal(member_tick(m[0], cr_mono_ms()), 0);
+        member_get_info(m[0], &in);
+        nap_ms(20);
+    } while ((in.held < slots || in.unloaded > 0) && cr_mono_ms() - t0 < 5000);
+    assert_int_equal(in.held, slots);
+    assert_int_equal(fr[0].rescues, (int)had);
+    /* b resumes: fenced, its stale rows not dropped yet (the hook fails) */
+    for (int r = 0; r < 6; r++) {
+        assert_int_equal(member_tick(m[1], cr_mono_ms()), 0);
+        assert_int_equal(member_tick(m[0], cr_mono_ms()), 0);
+        nap_ms(5);
+    }
+    member_get_info(m[1], &in);
+    assert_int_equal(in.lost, had);
+    assert_int_equal(in.unloaded, in.held); /* nothing loaded back meanwhile ... */
+    int64_t now = cr_mono_ms();
+    for (uint32_t s = 0; s < slots; s++) /* ... nor fetched */
+        assert_false(member_may_fetch(m[1], s, now));
+    assert_true(fr[1].orphan_calls >= (int)had);
+    assert_int_equal(fr[1].orphans, 0);
+    /* the drop succeeds: each slot dropped once, then taken back from a */
+    fr[1].orphan_fail = 0;
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    assert_int_equal(fr[1].orphans, (int)had);
+    member_get_info(m[1], &in);
+    assert_int_equal(in.orphans_dropped, had);
+    assert_int_equal(in.held, had);
+    assert_int_equal(fr[1].rescues - b_rescues, (int)had);
+    assert_string_equal(fr[1].from, "node-a");
     free_two(m, c, d);
 }
 
@@ -1771,6 +1861,8 @@ int main(void)
         cmocka_unit_test_teardown(a_slot_never_loaded_passes_its_checkpoint_on, teardown),
         cmocka_unit_test_teardown(a_departing_node_hands_every_slot_over, teardown),
         cmocka_unit_test_teardown(a_gone_nodes_slots_are_rescued_from_its_store, teardown),
+        cmocka_unit_test_teardown(a_paused_node_drops_what_was_rescued_before_taking_it_back,
+                                  teardown),
         cmocka_unit_test_teardown(slot_rows_export_from_a_gone_store, teardown),
         cmocka_unit_test_teardown(a_gone_nodes_outbox_moves_here, teardown),
         cmocka_unit_test_teardown(slot_rows_export_import_drop, teardown),
