@@ -485,28 +485,35 @@ static int loaded_done(member *m, uint32_t s)
     return rc;
 }
 
+/* P"holder" of slot s into out ("" when none recorded). */
+static int read_holder(member *m, uint32_t s, char *out, size_t cap)
+{
+    char hk[KEY_MAX], sn[12];
+    key(m, hk, "holder");
+    snprintf(sn, sizeof sn, "%u", s);
+    redis_reply *r = NULL;
+    int rc = redis_cmd(m->rc, &r, "HGET", hk, sn, NULL);
+    snprintf(out, cap, "%s", rc == 0 && redis_reply_type(r) == REDIS_T_STR
+                                 ? redis_reply_str(r, NULL) : "");
+    redis_reply_free(r);
+    return rc;
+}
+
 /* No checkpoint recorded: rescued from the store of its last holder when
  * that was another node that registered one (gone for good, or released
  * it without a checkpoint), else nothing to load. */
 static int rescue(member *m, uint32_t s)
 {
-    char hk[KEY_MAX], sk[KEY_MAX], sn[12], from[256];
+    char sk[KEY_MAX], from[256];
     if (m->o.rescue == NULL)
         return loaded_done(m, s);
-    key(m, hk, "holder");
-    key(m, sk, "stores");
-    snprintf(sn, sizeof sn, "%u", s);
-    redis_reply *r = NULL;
-    int rc = redis_cmd(m->rc, &r, "HGET", hk, sn, NULL);
+    int rc = read_holder(m, s, from, sizeof from);
     if (rc < 0)
         return rc;
-    bool other = redis_reply_type(r) == REDIS_T_STR &&
-                 strcmp(redis_reply_str(r, NULL), m->id) != 0;
-    snprintf(from, sizeof from, "%s", other ? redis_reply_str(r, NULL) : "");
-    redis_reply_free(r);
-    if (!other)
+    if (from[0] == '\0' || strcmp(from, m->id) == 0)
         return loaded_done(m, s);
-    r = NULL;
+    key(m, sk, "stores");
+    redis_reply *r = NULL;
     rc = redis_cmd(m->rc, &r, "HGET", sk, from, NULL);
     if (rc < 0)
         return rc;
@@ -575,16 +582,11 @@ static int load(member *m, uint32_t s)
  * loaded nor fetched here. */
 static int settle_orphan(member *m, uint32_t s)
 {
-    char hk[KEY_MAX], sn[12];
-    key(m, hk, "holder");
-    snprintf(sn, sizeof sn, "%u", s);
-    redis_reply *r = NULL;
-    int rc = redis_cmd(m->rc, &r, "HGET", hk, sn, NULL);
+    char holder[256];
+    int rc = read_holder(m, s, holder, sizeof holder);
     if (rc < 0)
         return rc;
-    bool mine = redis_reply_type(r) != REDIS_T_STR || strcmp(redis_reply_str(r, NULL), m->id) == 0;
-    redis_reply_free(r);
-    if (mine) {
+    if (holder[0] == '\0' || strcmp(holder, m->id) == 0) {
         if (m->held[s])
             m->orphaned[s] = false; /* nobody rescued it: the rows stay */
         return 0;

@@ -1505,6 +1505,26 @@ static int fake_orphaned(void *arg, uint32_t slot)
     return 0;
 }
 
+static const char *const DIRS[2] = { "/shared/state-a", "/shared/state-b" };
+
+/* node-a and node-b, stores DIRS registered, rescue hooks fr[i] (and the
+ * orphaned one if asked), lease 200 ms, grace 0; settled. */
+static void join_rescuers(const redisd *d, uint32_t slots, fake_rescuer *fr, int orphans,
+                          member **m)
+{
+    const char *names[2] = { "node-a", "node-b" };
+    char err[256];
+    for (int i = 0; i < 2; i++) {
+        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
+                          .slots = slots, .lease_ms = 200, .store_dir = DIRS[i],
+                          .rescue = fake_rescue, .orphaned = orphans ? fake_orphaned : NULL,
+                          .hook_arg = &fr[i] };
+        if (member_open(&o, &m[i], err, sizeof err) < 0)
+            fail_msg("member_open: %s", err);
+    }
+    assert_int_equal(settle(m, names, 2, slots), 0);
+}
+
 /* a and b share a crawl, each with its store registered (b's share came
  * from a without a checkpoint: rescued from a's store); b dies (no more
  * ticks) and its slots move to a past its lease (grace 0). a rescues each
@@ -1517,19 +1537,9 @@ static void a_gone_nodes_slots_are_rescued_from_its_store(void **state)
     redisd *d = NULL;
     redis_conn *c = redis_with_conn(&d);
     const uint32_t slots = 16;
-    const char *names[2] = { "node-a", "node-b" };
-    const char *dirs[2] = { "/shared/state-a", "/shared/state-b" };
     fake_rescuer fr[2] = { { .fail = 1 }, { 0 } };
     member *m[2];
-    char err[256];
-    for (int i = 0; i < 2; i++) {
-        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
-                          .slots = slots, .lease_ms = 200, .store_dir = dirs[i],
-                          .rescue = fake_rescue, .hook_arg = &fr[i] };
-        if (member_open(&o, &m[i], err, sizeof err) < 0)
-            fail_msg("member_open: %s", err);
-    }
-    assert_int_equal(settle(m, names, 2, slots), 0);
+    join_rescuers(d, slots, fr, 0, m);
     member_info in;
     member_get_info(m[1], &in);
     uint32_t had = in.held;
@@ -1540,11 +1550,11 @@ static void a_gone_nodes_slots_are_rescued_from_its_store(void **state)
     assert_int_equal(fr[0].calls, 0);
     assert_true(fr[1].calls >= (int)had);
     assert_string_equal(fr[1].from, "node-a");
-    assert_string_equal(fr[1].dir, dirs[0]);
+    assert_string_equal(fr[1].dir, DIRS[0]);
     fr[1].calls = 0;
     redis_reply *sr = NULL;
     assert_int_equal(redis_cmd(c, &sr, "HGET", "crawld:t:stores", "node-b", NULL), 0);
-    assert_string_equal(redis_reply_str(sr, NULL), dirs[1]);
+    assert_string_equal(redis_reply_str(sr, NULL), DIRS[1]);
     redis_reply_free(sr);
     /* b dies: a alone ticks until it holds every slot (some unloaded) */
     int64_t t0 = cr_mono_ms();
@@ -1557,7 +1567,7 @@ static void a_gone_nodes_slots_are_rescued_from_its_store(void **state)
     assert_int_equal(in.unloaded, had);
     assert_true(fr[0].calls >= (int)had);
     assert_string_equal(fr[0].from, "node-b");
-    assert_string_equal(fr[0].dir, dirs[1]);
+    assert_string_equal(fr[0].dir, DIRS[1]);
     int64_t now = cr_mono_ms();
     uint32_t shut = 0;
     for (uint32_t s = 0; s < slots; s++)
@@ -1600,18 +1610,9 @@ static void a_paused_node_drops_what_was_rescued_before_taking_it_back(void **st
     redis_conn *c = redis_with_conn(&d);
     const uint32_t slots = 16;
     const char *names[2] = { "node-a", "node-b" };
-    const char *dirs[2] = { "/shared/state-a", "/shared/state-b" };
     fake_rescuer fr[2] = { { 0 }, { .orphan_fail = 1 } };
     member *m[2];
-    char err[256];
-    for (int i = 0; i < 2; i++) {
-        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
-                          .slots = slots, .lease_ms = 200, .store_dir = dirs[i],
-                          .rescue = fake_rescue, .orphaned = fake_orphaned, .hook_arg = &fr[i] };
-        if (member_open(&o, &m[i], err, sizeof err) < 0)
-            fail_msg("member_open: %s", err);
-    }
-    assert_int_equal(settle(m, names, 2, slots), 0);
+    join_rescuers(d, slots, fr, 1, m);
     member_info in;
     member_get_info(m[1], &in);
     uint32_t had = in.held;

@@ -424,23 +424,6 @@ static int cluster_supported(void)
         }                                                                                      \
     } while (0)
 
-/* A scenario that failed against the cluster build it was last run with
- * (moves 5ffecae) for a feature that build does not have: skipped,
- * saying why, unless CRAWLD_CLUSTER_ALL=1 (to run it against a build that
- * might). Remove the call once the scenario passes. */
-static void known_gap(const char *why)
-{
-    const char *all = getenv("CRAWLD_CLUSTER_ALL");
-    if (all != NULL && strcmp(all, "1") == 0)
-        return;
-    print_message("skipped: %s (CRAWLD_CLUSTER_ALL=1 runs it anyway)\n", why);
-    skip();
-}
-
-#define GAP_PAUSED "a node paused past the grace, whose slots were rescued meanwhile, ends " \
-                   "with queued rows its frontier does not hold and exits 1 (cause not " \
-                   "found; cluster/README.md)"
-
 /* The fault hooks a scenario needs, in the faults build. */
 static int faults_binary_has(const char *hook)
 {
@@ -650,7 +633,6 @@ static void sigstop_past_grace_then_sigcont(void **state)
 {
     (void)state;
     NEED_CLUSTER();
-    known_gap(GAP_PAUSED);
     sigstop_then_sigcont(2 * LEASE_MS + GRACE_MS, 1);
 }
 
