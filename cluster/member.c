@@ -52,6 +52,8 @@ struct member {
     bool *wanted;
     bool *leaving;        /* held, not wanted, gate closed: handover next tick */
     bool *unloaded;       /* held, its checkpoint not loaded yet */
+    bool *orphaned;       /* lease lost (fenced): its rows here are dropped once
+                           * P"holder" names the node that rescued them */
     bool departing;       /* member_depart: hand every slot over */
     _Atomic int64_t *deadline; /* may fetch until (monotonic ms); 0: no */
     atomic_bool *local;   /* held, loaded, not leaving (member_is_local) */
@@ -141,12 +143,22 @@ int member_open(const member_opts *o, member **out, char *err, size_t errlen)
     m->deadline = cr_calloc(m->slots, sizeof *m->deadline);
     m->leaving = cr_calloc(m->slots, sizeof *m->leaving);
     m->unloaded = cr_calloc(m->slots, sizeof *m->unloaded);
+    m->orphaned = cr_calloc(m->slots, sizeof *m->orphaned);
     m->local = cr_calloc(m->slots, sizeof *m->local);
     if (m->held == NULL || m->wanted == NULL || m->deadline == NULL || m->leaving == NULL ||
-        m->unloaded == NULL || m->local == NULL) {
+        m->unloaded == NULL || m->local == NULL || m->orphaned == NULL) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
         goto fail;
+    }
+    if (o->store_dir != NULL && o->store_dir[0] != '\0') {
+        key(m, k, "stores");
+        rc = redis_cmd(m->rc, &r, "HSET", k, m->id, o->store_dir, NULL);
+        redis_reply_free(r);
+        if (rc < 0) {
+            snprintf(err, errlen, "%s", redis_error(m->rc));
+            goto fail;
+        }
     }
     m->info.slots = m->slots;
     m->info.redis_up = true;
@@ -167,6 +179,7 @@ void member_free(member *m)
     cr_free((void *)m->deadline);
     cr_free(m->leaving);
     cr_free(m->unloaded);
+    cr_free(m->orphaned);
     cr_free((void *)m->local);
     cr_free(m);
 }
@@ -451,9 +464,77 @@ static int release(member *m, uint32_t s)
     return rc;
 }
 
+/* The slot is loaded here: P"holder" names this node, so a later owner
+ * knows whose store to rescue it from should this node vanish. */
+static int loaded_here(member *m, uint32_t s)
+{
+    char hk[KEY_MAX], sn[12];
+    key(m, hk, "holder");
+    snprintf(sn, sizeof sn, "%u", s);
+    redis_reply *r = NULL;
+    int rc = redis_cmd(m->rc, &r, "HSET", hk, sn, m->id, NULL);
+    redis_reply_free(r);
+    return rc;
+}
+
+static int loaded_done(member *m, uint32_t s)
+{
+    int rc = loaded_here(m, s);
+    if (rc == 0)
+        m->unloaded[s] = false;
+    return rc;
+}
+
+/* P"holder" of slot s into out ("" when none recorded). */
+static int read_holder(member *m, uint32_t s, char *out, size_t cap)
+{
+    char hk[KEY_MAX], sn[12];
+    key(m, hk, "holder");
+    snprintf(sn, sizeof sn, "%u", s);
+    redis_reply *r = NULL;
+    int rc = redis_cmd(m->rc, &r, "HGET", hk, sn, NULL);
+    snprintf(out, cap, "%s", rc == 0 && redis_reply_type(r) == REDIS_T_STR
+                                 ? redis_reply_str(r, NULL) : "");
+    redis_reply_free(r);
+    return rc;
+}
+
+/* No checkpoint recorded: rescued from the store of its last holder when
+ * that was another node that registered one (gone for good, or released
+ * it without a checkpoint), else nothing to load. */
+static int rescue(member *m, uint32_t s)
+{
+    char sk[KEY_MAX], from[256];
+    if (m->o.rescue == NULL)
+        return loaded_done(m, s);
+    int rc = read_holder(m, s, from, sizeof from);
+    if (rc < 0)
+        return rc;
+    if (from[0] == '\0' || strcmp(from, m->id) == 0)
+        return loaded_done(m, s);
+    key(m, sk, "stores");
+    redis_reply *r = NULL;
+    rc = redis_cmd(m->rc, &r, "HGET", sk, from, NULL);
+    if (rc < 0)
+        return rc;
+    if (redis_reply_type(r) != REDIS_T_STR) {
+        redis_reply_free(r);
+        return loaded_done(m, s); /* no store the others can reach */
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", redis_reply_str(r, NULL));
+    redis_reply_free(r);
+    if (m->o.rescue(m->o.hook_arg, s, from, dir) < 0)
+        return 0; /* asked again next tick; the slot stays unfetched */
+    rc = loaded_done(m, s); /* failed: rescued again next tick, a no-op */
+    if (rc == 0)
+        m->info.rescues++;
+    return rc;
+}
+
 /* A held slot not loaded yet: loads the checkpoint P"ckpt:N" names, if
- * any, then deletes the record; until then the slot is neither fetched
- * nor read. */
+ * any, then deletes the record (or rescues it, see rescue); until then
+ * the slot is neither fetched nor read. */
 static int load(member *m, uint32_t s)
 {
     char ck[KEY_MAX];
@@ -463,15 +544,19 @@ static int load(member *m, uint32_t s)
     if (rc < 0)
         return rc;
     if (redis_reply_type(r) != REDIS_T_STR || m->o.load == NULL) {
-        m->unloaded[s] = false; /* nothing to load */
         redis_reply_free(r);
-        return 0;
+        return rescue(m, s);
     }
     char path[4096];
     snprintf(path, sizeof path, "%s", redis_reply_str(r, NULL));
     redis_reply_free(r);
     if (m->o.load(m->o.hook_arg, s, path) < 0)
         return 0; /* asked again next tick; the slot stays unfetched */
+    /* the holder first: a failure after it loads the record again (a
+     * no-op by the seen test), never rescues from the old owner */
+    rc = loaded_here(m, s);
+    if (rc < 0)
+        return rc;
     r = NULL;
     char tk[KEY_MAX], sn[12];
     key(m, tk, "ckpts");
@@ -488,6 +573,31 @@ static int load(member *m, uint32_t s)
     return rc;
 }
 
+/* A slot whose lease this node lost: once P"holder" names another node,
+ * that node has rescued the rows from this store, which are stale from
+ * then on: dropped (the orphaned hook; retried while it fails). While it
+ * names this node, another node may be rescuing the slot right now: the
+ * rows are kept only once this node holds the lease again (taken with
+ * SET NX, so nobody can rescue it meanwhile). Until then it is neither
+ * loaded nor fetched here. */
+static int settle_orphan(member *m, uint32_t s)
+{
+    char holder[256];
+    int rc = read_holder(m, s, holder, sizeof holder);
+    if (rc < 0)
+        return rc;
+    if (holder[0] == '\0' || strcmp(holder, m->id) == 0) {
+        if (m->held[s])
+            m->orphaned[s] = false; /* nobody rescued it: the rows stay */
+        return 0;
+    }
+    if (m->o.orphaned(m->o.hook_arg, s) == 0) {
+        m->orphaned[s] = false;
+        m->info.orphans_dropped++;
+    }
+    return 0;
+}
+
 /* Takes the slots the map gives this node (SET NX: only once free), loads
  * what their last holder handed over, and releases the ones it took away. */
 static int take_and_release(member *m)
@@ -495,7 +605,11 @@ static int take_and_release(member *m)
     char k[KEY_MAX];
     int rc = 0;
     for (uint32_t s = 0; s < m->slots && rc == 0; s++) {
-        if (m->held[s] && !m->wanted[s]) {
+        if (m->orphaned[s] && (!m->held[s] || m->unloaded[s]))
+            rc = settle_orphan(m, s);
+        if (rc < 0) {
+            continue;
+        } else if (m->held[s] && !m->wanted[s]) {
             rc = release(m, s);
         } else if (!m->held[s] && m->wanted[s]) {
             slot_key(m, k, s);
@@ -506,13 +620,16 @@ static int take_and_release(member *m)
                 m->held[s] = true;
                 m->unloaded[s] = true;
                 m->info.held++;
-                rc = load(m, s);
+                if (m->orphaned[s])
+                    rc = settle_orphan(m, s); /* the lease is ours: decided now */
+                if (rc == 0 && !m->orphaned[s])
+                    rc = load(m, s);
                 if (rc == 0 && !m->unloaded[s])
                     atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
                                           memory_order_release);
             }
             redis_reply_free(r);
-        } else if (m->held[s] && m->unloaded[s]) {
+        } else if (m->held[s] && m->unloaded[s] && !m->orphaned[s]) {
             rc = load(m, s); /* fetched once renewed, from the next tick */
         } else if (m->held[s]) {
             m->leaving[s] = false; /* wanted again before it was handed over */
@@ -593,6 +710,9 @@ int member_tick(member *m, int64_t now_ms)
             /* Gone (we were too slow) or someone else's now: fenced. */
             atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
             atomic_store(&m->local[s], false);
+            /* its rows here go stale once another node rescues the slot */
+            m->orphaned[s] = m->o.orphaned != NULL && m->o.store_dir != NULL &&
+                             m->o.store_dir[0] != '\0' && !m->unloaded[s];
             m->held[s] = false;
             m->leaving[s] = false;
             m->unloaded[s] = false;

@@ -26,6 +26,15 @@
  * read, then deletes the record. A departing node (member_depart, SIGTERM)
  * hands every slot over this way.
  *
+ * A node gone for good (killed, past the grace) hands nothing over. Each
+ * node registers its state_dir in P"stores" (hash node -> dir) when it may
+ * be reached by the others (shared storage), and a node that takes a slot
+ * records itself in P"holder" (hash slot -> node) once the slot is
+ * loaded. A slot taken with no checkpoint recorded whose holder is another
+ * registered node is rescued (the rescue hook) from that node's store:
+ * every row it committed, its unsent outbox; its stream's pending entries
+ * are claimed as after any take.
+ *
  * Fencing: a slot may be fetched until half a lease after the moment the
  * renewal that last succeeded was *sent*; Redis keeps the key for a whole
  * lease after it *received* it. So a node that was paused, or cut off
@@ -69,6 +78,21 @@ typedef struct member_opts {
     void (*released)(void *arg, uint32_t slot);
     int (*load)(void *arg, uint32_t slot, const char *ckpt);
     void (*loaded)(void *arg, uint32_t slot, const char *ckpt);
+    /* A node gone for good (see "A node gone for good" above).
+     * store_dir: this node's state_dir as the others can reach it
+     * (registered in P"stores"); NULL or "": not registered, so its
+     * slots are never rescued from its store. rescue: a slot taken with
+     * no checkpoint recorded whose last holder (P"holder") was another
+     * node, which registered store_dir: 0 once the slot's rows (and that
+     * node's outbox) are loaded from it, else asked again every tick,
+     * the slot held but neither fetched nor read meanwhile. */
+    const char *store_dir;
+    int (*rescue)(void *arg, uint32_t slot, const char *from, const char *store_dir);
+    /* orphaned: a slot whose lease this node lost (fenced) and that another
+     * node has since rescued from this store: its rows here are stale,
+     * drop them. 0 once done, else asked again every tick (the slot is not
+     * taken back meanwhile). NULL: kept (used only with store_dir). */
+    int (*orphaned)(void *arg, uint32_t slot);
     void *hook_arg;
 } member_opts;
 
@@ -85,6 +109,8 @@ typedef struct member_info {
     uint32_t unloaded;     /* held slots whose checkpoint is not loaded yet */
     uint64_t handed_over;  /* slots released with their checkpoint */
     uint64_t loads;        /* checkpoints loaded */
+    uint64_t rescues;      /* slots loaded from the store of a node gone for good */
+    uint64_t orphans_dropped; /* lost slots whose stale rows here were dropped */
     char error[256];       /* the last Redis error, "" when up */
 } member_info;
 

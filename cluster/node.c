@@ -100,6 +100,11 @@ static void check_end(node *n)
     /* idle only with the outbox empty: a link between outbox and stream
      * is in the outbox until the stream has it */
     bool idle = q == 1 && outbox_count(n->o.outbox) == 0;
+    /* nor while a slot the map gives it is not taken or not loaded yet
+     * (a rescue adds rows and outbox links) */
+    member_info mi;
+    member_get_info(n->m, &mi);
+    idle = idle && mi.held == mi.wanted && mi.unloaded == 0;
     if (quiet_publish(n->q, idle, gen) < 0)
         return;
     if (quiet_check(n->q) == 1) {

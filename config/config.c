@@ -182,7 +182,7 @@ static const option options[] = {
     INT(cluster, slots, 1, 4096, "64", "host slots (slot = XXH3(host) mod slots); fixed when the crawl is created, a joining node takes the crawl's value"),
     INT(cluster, lease_ms, 100, 600000, "10000", "node and slot lease; renewed every quarter, a node that could not renew for half of it stops fetching"),
     INT(cluster, grace_ms, 0, 86400000, "30000", "a node whose lease ran out (a crash) keeps its slots this long after its last renewal, so a restart on the same state_dir within it finds them and fetches again only what was in flight; 0: its slots move when its lease runs out"),
-    STR(cluster, shared_dir, "\"\"", "a folder every node can read and write (shared storage), where a node that hands a slot over writes its checkpoint (the slot's rows) for the new owner (\"\": no checkpoints; a slot that moves starts empty at its new owner and its rows stay behind, unfetched)"),
+    STR(cluster, shared_dir, "\"\"", "a folder every node can read and write (shared storage), where a node that hands a slot over writes its checkpoint (the slot's rows) for the new owner; set, each node also registers its state_dir, from which the others rescue its slots should it be gone for good, so the state_dirs must be on shared storage too (\"\": no checkpoints, nothing registered; a slot that moves starts empty at its new owner and its rows stay behind, unfetched)"),
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 

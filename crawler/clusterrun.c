@@ -13,6 +13,8 @@
 #include "cluster/member.h"
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "storage/db.h"
+#include "storage/dispatchlog.h"
 #include "storage/outbox.h"
 
 struct clusterrun {
@@ -22,6 +24,7 @@ struct clusterrun {
     outbox *ob;
     node *n;
     char node_id[512];
+    char store[4096];      /* state_dir for the others (member_opts.store_dir) */
     atomic_bool ready;
     atomic_bool halted;    /* the fault hook closed the gate */
     atomic_bool wired;     /* crawl_set_cluster done: apply may admit */
@@ -111,6 +114,28 @@ static void released(void *arg, uint32_t slot)
                         " failed (%s): they stay, never fetched\n", slot, err);
 }
 
+/* A slot this node lost (fenced: paused past the grace), rescued since by
+ * another node from this store: its rows here are stale. -EBUSY while a
+ * fetch of it is still in flight (its outcome would land after). */
+static int orphaned(void *arg, uint32_t slot)
+{
+    clusterrun *r = arg;
+    slot_pick p = { r, slot };
+    char err[512];
+    int64_t rows = 0;
+    /* crawl_slot_drop forgets host after host and stops at a busy one
+     * (the hosts before it forgotten, the rows kept): not until none is */
+    if (crawl_slot_busy(r->c, pick_host, &p))
+        return -EBUSY;
+    int rc = crawl_slot_drop(r->c, pick_host, &p, &rows, err, sizeof err);
+    if (rc < 0 && rc != -EBUSY)
+        say_failure(r, slot, "dropping the rows of a slot lost to another node failed", err);
+    if (rc == 0)
+        fprintf(r->log, "crawld: cluster: slot %u was lost to another node, which rescued it:"
+                        " its %lld rows here are dropped\n", slot, (long long)rows);
+    return rc;
+}
+
 /* The new owner, before it fetches or reads the slot. */
 static int load(void *arg, uint32_t slot, const char *ckpt)
 {
@@ -127,6 +152,100 @@ static int load(void *arg, uint32_t slot, const char *ckpt)
     }
     fprintf(r->log, "crawld: cluster: slot %u taken over: %lld new rows from %s\n", slot,
             (long long)rows, ckpt);
+    return 0;
+}
+
+/* The fetches a node started, from its dispatch log (read, not reset). */
+typedef struct started {
+    int64_t *ids;
+    int *attempts;
+    size_t n, cap;
+} started;
+
+static int note_started(void *ud, int64_t id, int attempt)
+{
+    started *st = ud;
+    if (st->n == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 256;
+        int64_t *ids = cr_realloc(st->ids, cap * sizeof *ids);
+        if (ids != NULL)
+            st->ids = ids;
+        int *at = ids != NULL ? cr_realloc(st->attempts, cap * sizeof *at) : NULL;
+        if (at == NULL)
+            return 1;
+        st->attempts = at;
+        st->cap = cap;
+    }
+    st->ids[st->n] = id;
+    st->attempts[st->n++] = attempt;
+    return 0;
+}
+
+/* How many rows of the checkpoint ckpt store_dir's node requested without
+ * their outcome committed; -1 when its dispatch log cannot be read. */
+static int64_t lost_in(const char *store_dir, const char *ckpt)
+{
+    char err[512];
+    int clean = 0;
+    int64_t lost = -1;
+    dispatchlog *l = dispatchlog_open(store_dir, &clean, err, sizeof err);
+    if (l == NULL)
+        return -1;
+    started st = { 0 };
+    dispatchlog_scan(l, note_started, &st);
+    dispatchlog_close(l, 0); /* only unmapped: what it says stays */
+    if (db_slot_lost(ckpt, st.ids, st.attempts, st.n, &lost, err, sizeof err) < 0)
+        lost = -1;
+    cr_free(st.ids);
+    cr_free(st.attempts);
+    return lost;
+}
+
+/* The new owner of a slot whose last holder, from, handed nothing over
+ * (gone for good): its committed rows of the slot, through a checkpoint
+ * written here from that node's store, then its unsent outbox. A page it
+ * fetched without committing the outcome is queued there: fetched again. */
+static int rescue(void *arg, uint32_t slot, const char *from, const char *store_dir)
+{
+    clusterrun *r = arg;
+    slot_pick p = { r, slot };
+    char err[512], ckpt[4096];
+    int64_t rows = 0, added = 0, links = 0;
+    if (!atomic_load(&r->wired))
+        return -EAGAIN; /* the crawl is not wired yet: next tick */
+    int n = snprintf(ckpt, sizeof ckpt, "%s/rescue-slot%u.db", r->cfg->storage.state_dir, slot);
+    int rc = n > 0 && (size_t)n < sizeof ckpt ? 0 : -ENAMETOOLONG;
+    if (rc == 0)
+        rc = db_slot_export_store(store_dir, ckpt, r->cfg->cluster.crawl_id, pick_host, &p, &rows,
+                                  err, sizeof err);
+    int64_t lost = rc == 0 ? lost_in(store_dir, ckpt) : -1;
+    if (rc == 0) {
+        rc = crawl_slot_import(r->c, ckpt, pick_host, &p, &added, err, sizeof err);
+        unlink(ckpt);
+    }
+    if (rc == 0) {
+        rc = outbox_take_from(r->ob, store_dir, &links);
+        if (rc < 0)
+            snprintf(err, sizeof err, "moving %.300s/outbox.db here: %s", store_dir,
+                     strerror(-rc));
+    }
+    if (rc < 0) {
+        if (rc == -ENAMETOOLONG)
+            snprintf(err, sizeof err, "the path is too long");
+        say_failure(r, slot, "rescuing it from the store of a node gone for good failed", err);
+        return rc;
+    }
+    fprintf(r->log, "crawld: cluster: slot %u rescued from the store of %s (%s): %lld new rows"
+                    " of %lld, %lld links from its outbox\n", slot, from, store_dir,
+            (long long)added, (long long)rows, (long long)links);
+    if (lost >= 0) /* the wording crawlproc_refetch_reported reads */
+        fprintf(r->log, "crawld: the last run of slot %u on %s: %lld URLs had been requested"
+                        " without their outcome being stored (in flight, or inside the commit"
+                        " window); they will be fetched again, and no others\n",
+                slot, from, (long long)lost);
+    else
+        fprintf(r->log, "crawld: cluster: slot %u: the dispatch log of %s could not be read:"
+                        " how many of its URLs are fetched again is not known\n", slot, from);
     return 0;
 }
 
@@ -303,12 +422,16 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
         cr_free(r);
         return rc;
     }
+    /* reachable by the others only with shared storage (cluster.shared_dir) */
+    if (cfg->cluster.shared_dir[0] != '\0' && realpath(cfg->storage.state_dir, r->store) == NULL)
+        r->store[0] = '\0';
     node_opts o = {
         .member = { .redis = cfg->cluster.redis, .crawl_id = cfg->cluster.crawl_id,
                     .node_id = r->node_id, .slots = (uint32_t)cfg->cluster.slots,
                     .lease_ms = cfg->cluster.lease_ms, .grace_ms = cfg->cluster.grace_ms,
                     .handover = handover, .released = released, .load = load,
-                    .loaded = loaded, .hook_arg = r },
+                    .loaded = loaded, .store_dir = r->store, .rescue = rescue,
+                    .orphaned = orphaned, .hook_arg = r },
         .outbox = r->ob, .apply = apply, .apply_arg = r,
         .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,
     };

@@ -1642,6 +1642,11 @@ int crawl_slot_export(crawl *c, const char *path, db_host_pick_fn pick, void *ar
     return db_slot_export(c->d, path, c->cfg->cluster.crawl_id, pick, arg, rows, err, errlen);
 }
 
+static void forget_id(void *arg, int64_t id)
+{
+    frontier_forget_id(arg, id);
+}
+
 int crawl_slot_drop(crawl *c, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
                     size_t errlen)
 {
@@ -1660,7 +1665,7 @@ int crawl_slot_drop(crawl *c, db_host_pick_fn pick, void *arg, int64_t *rows, ch
         }
     slot_hosts_release(&sh);
     if (rc == 0)
-        rc = db_slot_drop(c->d, pick, arg, rows, err, errlen);
+        rc = db_slot_drop(c->d, pick, arg, forget_id, c->fr, rows, err, errlen);
     atomic_fetch_add(&c->activity, 1); /* see crawl_quiet */
     nudge(c);
     return rc;

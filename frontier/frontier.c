@@ -1445,6 +1445,13 @@ int frontier_wake_host(frontier *f, const char *host)
     return rc;
 }
 
+void frontier_forget_id(frontier *f, int64_t id)
+{
+    pthread_mutex_lock(&f->lock);
+    idset_clear(&f->known, id);
+    pthread_mutex_unlock(&f->lock);
+}
+
 void frontier_resume(frontier *f)
 {
     pthread_mutex_lock(&f->lock);

@@ -249,6 +249,10 @@ void frontier_set_gate(frontier *f, frontier_gate_fn gate, void *arg, int64_t re
  * the start at the next refill. 0, or -ENOMEM. */
 int frontier_forget_host(frontier *f, const char *host);
 int frontier_wake_host(frontier *f, const char *host);
+/* frontier_forget_id: the row with this id was deleted (its slot moved
+ * away): its bit in the known set is cleared, so a new row that gets the
+ * id again is read. */
+void frontier_forget_id(frontier *f, int64_t id);
 
 typedef struct frontier_stats {
     int64_t mem_entries;      /* URLs held in memory (queues and retries) */

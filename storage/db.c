@@ -2978,19 +2978,25 @@ static void sql_pick(sqlite3_context *cx, int argc, sqlite3_value **argv)
     sqlite3_result_int(cx, h != NULL && p->fn(p->arg, h, (size_t)sqlite3_value_bytes(argv[0])));
 }
 
-static int slot_conn(db *d, slot_pick *pick, sqlite3 **out, char *err, size_t errlen)
+static int slot_conn_path(const char *path, slot_pick *pick, sqlite3 **out, char *err,
+                          size_t errlen)
 {
     /* CREATE: an attached checkpoint is made with the main file's flags */
-    int rc = open_conn(d->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, out, err, errlen);
+    int rc = open_conn(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, out, err, errlen);
     if (rc == 0 && pick != NULL &&
         sqlite3_create_function(*out, "crawld_pick", 1, SQLITE_UTF8, pick, sql_pick, NULL,
                                 NULL) != SQLITE_OK) {
-        cr_errf(err, errlen, "%s: out of memory", d->path);
+        cr_errf(err, errlen, "%s: out of memory", path);
         sqlite3_close(*out);
         *out = NULL;
         rc = -ENOMEM;
     }
     return rc;
+}
+
+static int slot_conn(db *d, slot_pick *pick, sqlite3 **out, char *err, size_t errlen)
+{
+    return slot_conn_path(d->path, pick, out, err, errlen);
 }
 
 /* Runs sql with text ?1 (may be NULL: none) and ?2 and one int64 result
@@ -3046,8 +3052,9 @@ static int fsync_path(const char *path)
     return rc;
 }
 
-int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn pick, void *arg,
-                   int64_t *rows, char *err, size_t errlen)
+/* db_slot_export from the store file src. */
+static int slot_export(const char *src, const char *path, const char *crawl,
+                       db_host_pick_fn pick, void *arg, int64_t *rows, char *err, size_t errlen)
 {
     char tmp[4200], dir[4200];
     slot_pick p = { pick, arg };
@@ -3061,7 +3068,7 @@ int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn p
         return -ENAMETOOLONG;
     }
     unlink(tmp);
-    rc = slot_conn(d, &p, &c, err, errlen);
+    rc = slot_conn_path(src, &p, &c, err, errlen);
     if (rc < 0)
         return rc;
     what = "creating the checkpoint";
@@ -3112,6 +3119,66 @@ int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn p
         unlink(tmp);
         *rows = 0;
     }
+    return rc;
+}
+
+int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn pick, void *arg,
+                   int64_t *rows, char *err, size_t errlen)
+{
+    return slot_export(d->path, path, crawl, pick, arg, rows, err, errlen);
+}
+
+int db_slot_export_store(const char *state_dir, const char *path, const char *crawl,
+                         db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
+                         size_t errlen)
+{
+    char src[4200];
+    *rows = 0;
+    if (snprintf(src, sizeof src, "%s/" DB_FILE, state_dir) >= (int)sizeof src) {
+        cr_errf(err, errlen, "%s: path too long", state_dir);
+        return -ENAMETOOLONG;
+    }
+    /* never created here: open_conn's CREATE would make an empty store */
+    if (access(src, R_OK | W_OK) < 0) {
+        int e = errno;
+        cr_errf(err, errlen, "%s: %s", src, strerror(e));
+        return -e;
+    }
+    return slot_export(src, path, crawl, pick, arg, rows, err, errlen);
+}
+
+int db_slot_lost(const char *path, const int64_t *ids, const int *attempts, size_t n,
+                 int64_t *lost, char *err, size_t errlen)
+{
+    sqlite3 *c = NULL;
+    sqlite3_stmt *ins = NULL;
+    *lost = 0;
+    int rc = open_conn(path, SQLITE_OPEN_READWRITE, &c, err, errlen);
+    if (rc < 0)
+        return rc;
+    int step = sqlite3_exec(c, "CREATE TEMP TABLE started(id INTEGER, attempt INTEGER);"
+                               "BEGIN", NULL, NULL, NULL);
+    if (step == SQLITE_OK)
+        step = sqlite3_prepare_v2(c, "INSERT INTO temp.started VALUES(?1, ?2)", -1, &ins, NULL);
+    for (size_t i = 0; step == SQLITE_OK && i < n; i++) {
+        sqlite3_bind_int64(ins, 1, ids[i]);
+        sqlite3_bind_int(ins, 2, attempts[i]);
+        step = sqlite3_step(ins);
+        step = step == SQLITE_DONE ? sqlite3_reset(ins) : step;
+    }
+    sqlite3_finalize(ins);
+    /* started, and the row still has no outcome for that attempt: the
+     * rule open_dispatch_log (crawler/crawl.c) applies at a restart */
+    if (step == SQLITE_OK)
+        step = slot_step(c, "SELECT count(DISTINCT u.id) FROM main.urls u JOIN temp.started s"
+                            " ON u.id = s.id WHERE u.state IN (0, 1) AND u.attempts < s.attempt",
+                         NULL, NULL, lost);
+    if (step != SQLITE_OK) {
+        sql_msg(err, errlen, path, "counting the slot's lost outcomes", c, step);
+        rc = sql_errno(step);
+    }
+    sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(c);
     return rc;
 }
 
@@ -3184,8 +3251,8 @@ out:
     return rc;
 }
 
-int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
-                 size_t errlen)
+int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, db_id_fn told, void *told_arg,
+                 int64_t *rows, char *err, size_t errlen)
 {
     slot_pick p = { pick, arg };
     sqlite3 *c = NULL;
@@ -3199,6 +3266,16 @@ int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, int64_t *rows, char *er
     if (step == SQLITE_OK)
         step = slot_counts(c, "SELECT state, count(*) FROM urls WHERE crawld_pick(host)"
                               " GROUP BY state", gone);
+    if (step == SQLITE_OK && told != NULL) {
+        sqlite3_stmt *s = NULL;
+        step = sqlite3_prepare_v2(c, "SELECT id FROM urls WHERE crawld_pick(host)", -1, &s, NULL);
+        while (step == SQLITE_OK && (step = sqlite3_step(s)) == SQLITE_ROW) {
+            told(told_arg, sqlite3_column_int64(s, 0));
+            step = SQLITE_OK;
+        }
+        sqlite3_finalize(s);
+        step = step == SQLITE_DONE ? SQLITE_OK : step;
+    }
     if (step == SQLITE_OK)
         step = sqlite3_exec(c, "DELETE FROM urls WHERE crawld_pick(host)", NULL, NULL, NULL);
     if (step == SQLITE_OK)

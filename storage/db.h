@@ -509,6 +509,20 @@ typedef int (*db_host_pick_fn)(void *arg, const char *host, size_t host_len);
  * with *rows, or < 0 with err (path.tmp removed). OUT: rows */
 int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn pick, void *arg,
                    int64_t *rows, char *err, size_t errlen);
+/* db_slot_export from another node's store, state_dir/crawld.db (a node
+ * gone for good, whose state_dir the others reach: shared storage): its
+ * committed rows only, so a page it fetched without its outcome committed
+ * is queued there and fetched again by the importer. Never creates that
+ * store (-ENOENT). OUT: rows */
+int db_slot_export_store(const char *state_dir, const char *path, const char *crawl,
+                         db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
+                         size_t errlen);
+/* Of the fetches a node started (ids[i], attempt attempts[i], read from
+ * its dispatch log), how many rows of the checkpoint at path still have
+ * no outcome for them: requested, never recorded, so fetched again by
+ * whoever imports it. OUT: lost */
+int db_slot_lost(const char *path, const int64_t *ids, const int *attempts, size_t n,
+                 int64_t *lost, char *err, size_t errlen);
 /* Inserts, in one transaction on its own connection, the rows of a file
  * db_slot_export wrote for crawl that this store lacks (the seen
  * test: fp and url), with new ids after *mark (the largest id before), no
@@ -517,8 +531,12 @@ int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn p
 int db_slot_import(db *d, const char *path, const char *crawl, int64_t *mark, int64_t *rows,
                    char *err, size_t errlen);
 /* Deletes every row whose host pick accepts, in one transaction (the slot
- * moved away; the caller's frontier forgot its hosts first). OUT: rows */
-int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,
-                 size_t errlen);
+ * moved away; the caller's frontier forgot its hosts first). told (may be
+ * NULL) is given each deleted row's id first: SQLite gives a later insert
+ * the id of a deleted last row again, and a frontier that remembers the
+ * old row by its id would skip the new one. OUT: rows */
+typedef void (*db_id_fn)(void *arg, int64_t id);
+int db_slot_drop(db *d, db_host_pick_fn pick, void *arg, db_id_fn told, void *told_arg,
+                 int64_t *rows, char *err, size_t errlen);
 
 #endif

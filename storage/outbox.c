@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/alloc.h"
 
@@ -217,4 +218,49 @@ int64_t outbox_count(outbox *ob)
     sqlite3_reset(ob->count);
     pthread_mutex_unlock(&ob->mu);
     return n;
+}
+
+int outbox_take_from(outbox *ob, const char *dir, int64_t *rows)
+{
+    char path[4096];
+    *rows = 0;
+    if ((size_t)snprintf(path, sizeof path, "%s/outbox.db", dir) >= sizeof path)
+        return -ENAMETOOLONG;
+    if (access(path, F_OK) < 0)
+        return 0; /* that node never had an outbox: nothing waits in it */
+    pthread_mutex_lock(&ob->mu);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(ob->db, "ATTACH ?1 AS gone", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        pthread_mutex_unlock(&ob->mu);
+        return errno_of(rc) ? errno_of(rc) : -EIO;
+    }
+    /* Two commits, ours first: a crash between them leaves the rows in
+     * both outboxes (sent twice, the receiver's seen test drops the
+     * copy), never in neither. */
+    rc = exec(ob, "BEGIN IMMEDIATE;"
+                  "CREATE TEMP TABLE IF NOT EXISTS gone_ids(id INTEGER PRIMARY KEY);"
+                  "DELETE FROM temp.gone_ids;"
+                  "INSERT INTO temp.gone_ids SELECT id FROM gone.links;"
+                  "INSERT INTO main.links(slot, url, fetch_url, host, depth, kind)"
+                  " SELECT slot, url, fetch_url, host, depth, kind FROM gone.links"
+                  " WHERE id IN temp.gone_ids ORDER BY id;");
+    if (rc == 0)
+        *rows = sqlite3_changes(ob->db);
+    if (rc == 0)
+        rc = exec(ob, "COMMIT");
+    if (rc < 0) {
+        exec(ob, "ROLLBACK");
+        *rows = 0;
+    }
+    if (rc == 0)
+        rc = exec(ob, "DELETE FROM gone.links WHERE id IN temp.gone_ids");
+    exec(ob, "DETACH gone");
+    pthread_mutex_unlock(&ob->mu);
+    return rc;
 }

@@ -56,6 +56,11 @@ int outbox_peek(outbox *ob, size_t max, outbox_row **rows /* OUT */, size_t *n /
 void outbox_rows_free(outbox_row *rows, size_t n);
 /* Deletes the rows with these ids, in one transaction. */
 int outbox_delete(outbox *ob, const int64_t *ids, size_t n);
+/* Moves the rows waiting in another node's outbox, dir/outbox.db (a node
+ * gone for good), into this one: copied and committed here, then deleted
+ * there. 0 with *rows (0 when that file does not exist), or negative errno
+ * (nothing copied). OUT: rows */
+int outbox_take_from(outbox *ob, const char *dir, int64_t *rows);
 /* Rows waiting (-errno on failure). */
 int64_t outbox_count(outbox *ob);
 
