@@ -475,7 +475,7 @@ static void kill9_node_and_restart_within_grace(void **state)
     /* fetched again: what it had requested without a committed outcome
      * (in flight, or inside the commit window), as it said at its restart */
     int said = 0;
-    long again = crawlproc_refetch_reported(&W.node[1], &said);
+    long again = crawlproc_refetch_reported(&W.node[1], false, &said);
     print_message("the restarted node said it may fetch %ld URLs again\n", again);
     assert_int_equal(said, 1);
     check_oracles((size_t)again, 3);
@@ -491,7 +491,7 @@ static size_t rescued_again(int gone)
     for (int i = 0; i < 3; i++) {
         int k = 0;
         if (i != gone)
-            again += crawlproc_refetch_reported(&W.node[i], &k);
+            again += crawlproc_refetch_reported(&W.node[i], true, &k);
         said += k;
     }
     print_message("the rescuers said %ld URLs of node-%d may be fetched again (%d slots)\n",

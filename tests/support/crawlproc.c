@@ -214,15 +214,18 @@ int crawlproc_summary_read(const crawlproc *p, crawlproc_summary *out)
     return rc;
 }
 
-long crawlproc_refetch_reported(const crawlproc *p, int *lines)
+long crawlproc_refetch_reported(const crawlproc *p, bool rescues, int *lines)
 {
     static const char head[] = "crawld: the last run ";
+    static const char slot[] = "of slot ";
     char *text = crawlproc_output(p, 2);
     long sum = 0;
     int k = 0;
     for (const char *s = text; s != NULL && (s = strstr(s, head)) != NULL; s++) {
         const char *q = strstr(s + strlen(head), ": ");
         long n;
+        if ((strncmp(s + strlen(head), slot, strlen(slot)) == 0) != rescues)
+            continue;
         if (q != NULL && sscanf(q, ": %ld URLs had been requested without their outcome", &n) == 1) {
             sum += n;
             k++;

@@ -8,6 +8,7 @@
 #ifndef CRAWLD_TESTS_CRAWLPROC_H
 #define CRAWLD_TESTS_CRAWLPROC_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 typedef struct crawlproc {
@@ -50,10 +51,12 @@ typedef struct crawlproc_summary {
 } crawlproc_summary;
 int crawlproc_summary_read(const crawlproc *p, crawlproc_summary *out);
 
-/* What crawld said on stderr at its starts after a kill ("crawld: the last
- * run ...: N URLs had been requested without their outcome"): the sum of
- * N, the URLs it may fetch again. *lines (may be NULL) gets how many such
- * lines there were. 0 when none. */
-long crawlproc_refetch_reported(const crawlproc *p, int *lines);
+/* What crawld said on stderr ("crawld: the last run ...: N URLs had been
+ * requested without their outcome"): the sum of N, the URLs it may fetch
+ * again. rescues false: the lines of its own starts after a kill; true:
+ * the lines of slots it rescued from a node gone for good ("the last run
+ * of slot ..."). *lines (may be NULL) gets how many such lines there
+ * were. 0 when none. */
+long crawlproc_refetch_reported(const crawlproc *p, bool rescues, int *lines);
 
 #endif
