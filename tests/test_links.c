@@ -151,8 +151,11 @@ static void same(const result *a, const result *b)
     assert_int_equal(a->finish_rc, b->finish_rc);
 }
 
+static uint64_t text_elided; /* by the last same_both_ways */
+
 /* The page parsed with keep_values (whole) and without (whole, or in random
- * chunks of up to max_chunk bytes): all the same. Returns what was elided. */
+ * chunks of up to max_chunk bytes): all the same. Returns the attribute
+ * bytes elided; the text bytes go to text_elided. */
 static uint64_t same_both_ways(const char *html, size_t len, const char *ct, const links_opts *o,
                                size_t max_chunk)
 {
@@ -163,8 +166,10 @@ static uint64_t same_both_ways(const char *html, size_t len, const char *ct, con
     run(html, len, ct, &keep, WHOLE, 0, &a);
     run(html, len, ct, &cut, max_chunk ? RANDOM : WHOLE, max_chunk, &b);
     assert_int_equal(a.st.elided, 0);
+    assert_int_equal(a.st.elided_text, 0);
     same(&a, &b);
     uint64_t elided = b.st.elided;
+    text_elided = b.st.elided_text;
     result_release(&a);
     result_release(&b);
     return elided;
@@ -1317,6 +1322,106 @@ static void values_across_blocks(void **state)
     cr_buf_release(&b);
 }
 
+/* ---- unread text: cut, same result ---------------------------------------- */
+
+/* Text bytes elided for html (parsed whole), checked both ways. */
+static uint64_t text_elided_of(const char *html, size_t len)
+{
+    result r;
+    run(html, len, NULL, NULL, WHOLE, 0, &r);
+    uint64_t e = r.st.elided_text;
+    result_release(&r);
+    same_both_ways(html, len, NULL, NULL, 0);
+    return text_elided == e ? e : UINT64_MAX;
+}
+
+#define TEXT_ELIDED(lit) text_elided_of(lit, sizeof lit - 1)
+
+static void text_shortened(void **state)
+{
+    (void)state;
+    /* a run to its '<': one byte "x" stays; of one byte: nothing to cut */
+    assert_int_equal(TEXT_ELIDED("<p>hello world</p><a href=/x>y</a>"), 10);
+    expect("<p>hello world</p><a href=/x>y</a>", "a N /x\n");
+    /* after end tags, comments and DOCTYPE; leading blanks go too */
+    assert_int_equal(TEXT_ELIDED("<!DOCTYPE html>abc<!-- c -->\n  def</b>ghi<i>"), 2 + 5 + 2);
+    /* entities inside go with the run, valid UTF-8 too */
+    assert_int_equal(TEXT_ELIDED("<p>a &amp; b &#0; c<p>caf\xc3\xa9 au lait<p>"), 15 + 12);
+    /* script and style content is not text */
+    assert_int_equal(TEXT_ELIDED("<script>var abc = 1;</script><style>p{}</style>"), 0);
+    /* keep_values: libxml2 gets it all */
+    result r;
+    links_opts keep = {.keep_values = 1};
+    run("<p>hello world</p>", 18, NULL, &keep, WHOLE, 0, &r);
+    assert_int_equal(r.st.elided_text, 0);
+    result_release(&r);
+}
+
+static void text_kept_when_read_or_odd(void **state)
+{
+    (void)state;
+    /* blank; starting with '&', a control character, DEL or non-ASCII;
+     * holding a quote or a byte that is not UTF-8 */
+    assert_int_equal(TEXT_ELIDED("<p> \t\r\n <p>&amp; x<p>\x01" "abc<p>\x7f abc<p>\xc3\xa9" "abc"
+                                 "<p>a\"b<p>it's<p>ab\xe9<p>\f" "abc<p>"),
+                     0);
+    /* the first title's text, up to the next start tag but html, head,
+     * body, is read */
+    assert_int_equal(TEXT_ELIDED("<title>Long title here</title>a body text<body>more text"
+                                 "<p>gone now<title>second title</title>"),
+                     7 + 11);
+    size_t tl;
+    assert_string_equal(title_of("<title>Long title here</title>a body text<body>more text"
+                                 "<p>gone now", &tl),
+                        "Long title here");
+    /* before the title, cut */
+    assert_int_equal(TEXT_ELIDED("<head><b>abc</b><title>kept</title><p>x"), 2);
+    /* after </html> or <html/>, nothing */
+    assert_int_equal(TEXT_ELIDED("<p>abc</p></html>more text<p>and more<p>"), 2);
+    assert_int_equal(TEXT_ELIDED("<html/>more text<p>and more<p>"), 0);
+}
+
+static void text_implies_body(void **state)
+{
+    (void)state;
+    /* non-blank text in head implies body (and p): the kept byte keeps it
+     * non-blank, so <title> after it is in body for libxml2 either way */
+    static const char page[] = "<html><head>some text<title>T</title><a href=/a>x</a>";
+    assert_true(TEXT_ELIDED(page) > 0);
+    expect(page, "a N /a\n");
+    size_t tl;
+    assert_string_equal(title_of(page, &tl), "T");
+}
+
+static void text_across_blocks(void **state)
+{
+    (void)state;
+    /* text runs near and across the 16 KiB block ends */
+    cr_buf b;
+    cr_buf_init(&b, 0);
+    for (int len = 1; len < 40; len++) {
+        cr_buf_clear(&b);
+        for (int k = 0; b.len < 70000; k++) {
+            assert_int_equal(cr_buf_printf(&b, "<span>%0*d text</span>", len + k % 7, k), 0);
+            if (k % 50 == 0)
+                assert_int_equal(cr_buf_printf(&b, "<a href=/p%d>", k), 0);
+        }
+        same_both_ways(b.data, b.len, NULL, NULL, 0);
+        assert_true(text_elided > 0);
+        rng_state = (uint64_t)len;
+        same_both_ways(b.data, b.len, NULL, NULL, 5000);
+    }
+    /* one run of 40 KiB: spans blocks, not cut */
+    cr_buf_clear(&b);
+    assert_int_equal(cr_buf_puts(&b, "<p>"), 0);
+    for (int i = 0; i < 40000; i++)
+        assert_int_equal(cr_buf_putc(&b, 'a' + i % 26), 0);
+    assert_int_equal(cr_buf_puts(&b, "<a href=/after>"), 0);
+    same_both_ways(b.data, b.len, NULL, NULL, 0);
+    assert_int_equal(text_elided, 0);
+    cr_buf_release(&b);
+}
+
 /* Random pages from pieces that stress both libxml2 and the shortener. */
 static void random_page(cr_buf *b, size_t target)
 {
@@ -1380,9 +1485,19 @@ static void random_page(cr_buf *b, size_t target)
         } else if (r < 77) {
             assert_int_equal(cr_buf_putc(b, '\0'), 0);
         } else {
+            /* text: letters and spaces, now and then a piece that keeps a
+             * run whole or ends the cutting (see "Unread text") */
+            static const char *const bits[] = {"&amp;", "&#0;", "&", "\xc3\xa9", "\xe9",
+                                               "\x01", "\f", "\t", "\r\n", "\"", "'", ">",
+                                               "</html>", "<html/>", "<title>", "</title>",
+                                               "<body>", "<head>", "\x7f", "\xef\xbf\xbd"};
             unsigned len = (unsigned)(rng() % (r < 98 ? 40 : 3000));
-            for (unsigned c = 0; c < len; c++)
-                assert_int_equal(cr_buf_putc(b, (char)(rng() % 5 ? 'a' + rng() % 26 : ' ')), 0);
+            for (unsigned c = 0; c < len; c++) {
+                if (rng() % 97 == 0)
+                    assert_int_equal(cr_buf_puts(b, bits[rng() % (sizeof bits / sizeof bits[0])]), 0);
+                else
+                    assert_int_equal(cr_buf_putc(b, (char)(rng() % 5 ? 'a' + rng() % 26 : ' ')), 0);
+            }
         }
     }
 }
@@ -1403,19 +1518,22 @@ static void random_pages_both_ways(void **state)
     uint64_t seed = seed_from_env("random_pages_both_ways");
     cr_buf b;
     cr_buf_init(&b, 0);
-    uint64_t elided = 0;
+    uint64_t elided = 0, texts = 0;
     for (int i = 0; i < 400; i++) {
         rng_state = seed * 1000003u + (uint64_t)i;
         cr_buf_clear(&b);
         random_page(&b, i % 10 == 0 ? 60000 : 1 + rng() % 3000);
         elided += same_both_ways(b.data, b.len, NULL, NULL, 0);
+        texts += text_elided;
         elided += same_both_ways(b.data, b.len, NULL, NULL, 1 + rng() % 700);
+        texts += text_elided;
         static const links_opts small = {.max_links = 5, .max_url = 16, .max_depth = 12,
                                          .max_attrs = 4, .agent = "crawld"};
         if (i % 4 == 0)
             same_both_ways(b.data, b.len, "text/html; charset=latin1", &small, 0);
     }
     assert_true(elided > 0); /* the shortener did something */
+    assert_true(texts > 0);
     cr_buf_release(&b);
 }
 
@@ -1453,7 +1571,7 @@ static size_t real_pages_both_ways(const char *dir, size_t step, size_t max)
     }
     qsort(names, n, sizeof *names, cmp_str);
     size_t done = 0;
-    uint64_t bytes = 0, elided = 0;
+    uint64_t bytes = 0, elided = 0, texts = 0;
     for (size_t i = 0; i < n; i++) {
         if (i % step == 0 && done < max) {
             FILE *pf = fopen(names[i], "rb");
@@ -1468,6 +1586,7 @@ static size_t real_pages_both_ways(const char *dir, size_t step, size_t max)
             rng_state = i;
             elided += same_both_ways(page.data ? page.data : "", page.len, "text/html", NULL,
                                      i % 3 == 0 ? 20000 : 0);
+            texts += text_elided;
             bytes += page.len;
             cr_buf_release(&page);
             done++;
@@ -1475,9 +1594,11 @@ static size_t real_pages_both_ways(const char *dir, size_t step, size_t max)
         free(names[i]);
     }
     free(names);
-    printf("real pages: %zu of %zu under %s, %llu bytes, %llu elided: same both ways\n", done,
-           n, dir, (unsigned long long)bytes, (unsigned long long)elided);
+    printf("real pages: %zu of %zu under %s, %llu bytes, %llu + %llu (text) elided: same both "
+           "ways\n", done, n, dir, (unsigned long long)bytes, (unsigned long long)elided,
+           (unsigned long long)texts);
     assert_true(elided > 0);
+    assert_true(texts > 0);
     return done;
 }
 
@@ -1918,6 +2039,10 @@ int main(void)
         cmocka_unit_test(values_shortened),
         cmocka_unit_test(values_read_or_odd_kept),
         cmocka_unit_test(shortening_stops_when_unsure),
+        cmocka_unit_test(text_shortened),
+        cmocka_unit_test(text_kept_when_read_or_odd),
+        cmocka_unit_test(text_implies_body),
+        cmocka_unit_test(text_across_blocks),
         cmocka_unit_test(values_across_blocks),
         cmocka_unit_test(random_pages_both_ways),
         cmocka_unit_test(real_pages),

@@ -99,7 +99,7 @@
 #define SH_NAME_MAX 64  /* a longer name: the shortener stops (libxml2 cuts
                            names at 100) */
 #define SH_NAME_KEEP 12 /* longest name compared: "imagesrcset" */
-#define SH_TMAX 1024    /* values shortened per block, at most */
+#define SH_TMAX 2048    /* values and text runs shortened per block, at most */
 
 _Static_assert((int)CHARSET_FROM_DEFAULT == LINKS_ENC_DEFAULT && (int)CHARSET_FROM_BOM == LINKS_ENC_BOM &&
                    (int)CHARSET_FROM_HEADER == LINKS_ENC_HEADER && (int)CHARSET_FROM_META == LINKS_ENC_META,
@@ -163,6 +163,11 @@ struct links_parser {
     size_t sh_tn;               /* values shortened in the block (sh_tpos/td) */
     uint16_t sh_tpos[SH_TMAX];  /* blk offset of each one's kept byte */
     uint16_t sh_td[SH_TMAX];    /* bytes it lost */
+    uint8_t sh_tx;              /* TX_*: may the text be cut (see "Unread text") */
+    bool sh_thtml;              /* the start tag being read is html */
+    uint64_t sh_s0;             /* stream offset of the scan's s[0] */
+    uint64_t sh_ttext;          /* stream offset of the open text run's first
+                                   byte, UINT64_MAX: none to cut */
 
     /* tag guard */
     uint32_t g_cnt[G_N];
@@ -180,6 +185,7 @@ struct links_parser {
     size_t title_len;
 
     char kind[KIND_MAX];
+    uint64_t blk_total;         /* stream bytes given to blk_put */
     size_t blk_len;             /* bytes in blk */
     size_t blk_orig;            /* stream bytes they stand for (>= blk_len) */
     size_t blk_half;            /* blk offset of stream offset BLOCK / 2, or
@@ -1228,6 +1234,7 @@ static void blk_flush(links_parser *p, int terminate, bool cut)
  * the same cut: fixed blocks at fixed offsets of the UTF-8 stream. */
 static void blk_put(links_parser *p, const unsigned char *s, size_t n)
 {
+    p->blk_total += n;
     while (n > 0 && !p->stopped) {
         size_t k = BLOCK - p->blk_orig;
         if (k > n)
@@ -1346,6 +1353,19 @@ typedef struct gfuse {
     bool ended; /* OUT: the tag ended */
 } gfuse;
 
+/* blk ends at keep, the bytes cut recorded at at, the offset of the last
+ * byte kept before them (the block bookkeeping in blk_flush); the half
+ * moves to where the cut is when it fell in what went. */
+static void sh_cut(links_parser *p, size_t at, size_t keep)
+{
+    size_t n = p->blk_len;
+    if (p->blk_half != SIZE_MAX && p->blk_half > at + 1)
+        p->blk_half = at + 1;
+    p->blk_len = keep;
+    p->sh_tpos[p->sh_tn] = (uint16_t)at;
+    p->sh_td[p->sh_tn++] = (uint16_t)(n - keep);
+}
+
 /* The value blk[sh_vstart..blk_len - 1) has ended, its closing quote
  * last in blk, with none of < > & " ' in it (sh_tag checked): the whole
  * attribute goes (from its name, sh_astart) if it lies in this block and
@@ -1379,12 +1399,93 @@ static void sh_shorten(links_parser *p)
         keep = v + 2;
         at = v;
     }
-    if (p->blk_half != SIZE_MAX && p->blk_half > at + 1)
-        p->blk_half = at + 1; /* the half fell in what went */
-    p->blk_len = keep;
-    p->sh_tpos[p->sh_tn] = (uint16_t)at;
-    p->sh_td[p->sh_tn++] = (uint16_t)(n - keep);
     p->st.elided += n - keep;
+    sh_cut(p, at, keep);
+}
+
+/* ---- unread text ------------------------------------------------------------
+ *
+ * Text between tags is read only in the first <title> (on_chars) and, by
+ * libxml2, for whether it is blank (non-blank text implies <body> and <p>
+ * in html and head: htmlCheckParagraph); on_chars also ends a <style>,
+ * which any text call does. So a text run the shortener follows, from the
+ * '>' that ends a start tag, an end tag, a comment or a DOCTYPE to the next
+ * '<', goes to libxml2 as one byte "x" where that is exact:
+ *   - its first byte past blanks (IS_BLANK_CH) is printable ASCII but '&'
+ *     (libxml2 copies it as text: the run is not blank; a run of blanks,
+ *     of entities or of characters libxml2 drops is kept);
+ *   - it has no quote (libxml2's start-tag lookahead, resuming after an
+ *     odd quote in a tag, would read it) and is valid UTF-8 (as values);
+ *   - it lies in one block with its '<' (the cuts do not move, as values);
+ *   - the page is not in its first <title>: from a start tag "title" to
+ *     the next start tag other than html, head or body (those libxml2 may
+ *     drop) text is kept (TX_TITLE); and after "</html" or "<html/>" no
+ *     text is cut (libxml2's epilogue stops the page at text, depending
+ *     on how much follows in its buffer).
+ * Entities inside the run go with it; a cut run's text reaches on_chars as
+ * "x" outside the title, where nothing reads it. */
+
+enum { TX_BEFORE = 0, TX_TITLE, TX_AFTER, TX_NEVER };
+
+/* A start tag's name is complete (sh_name, sh_nlen): the title states. */
+static void sh_tx_tag(links_parser *p)
+{
+    const char *m = p->sh_name;
+    size_t n = p->sh_nlen;
+    p->sh_thtml = n == 4 && memcmp(m, "html", 4) == 0;
+    if (p->sh_tx == TX_BEFORE && n == 5 && memcmp(m, "title", 5) == 0)
+        p->sh_tx = TX_TITLE;
+    else if (p->sh_tx == TX_TITLE && !p->sh_thtml &&
+             !(n == 4 && (memcmp(m, "head", 4) == 0 || memcmp(m, "body", 4) == 0)))
+        p->sh_tx = TX_AFTER;
+}
+
+/* Bytes that keep a text run whole past its first: quotes and non-ASCII
+ * (then UTF-8 checked). */
+static const unsigned char tx_stop[256] = {
+#define R4(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1
+#define R16(c) R4(c), R4(c + 4), R4(c + 8), R4(c + 12)
+    R16(0x80), R16(0x90), R16(0xA0), R16(0xB0), R16(0xC0), R16(0xD0), R16(0xE0), R16(0xF0),
+#undef R16
+#undef R4
+    ['"'] = 1, ['\''] = 1,
+};
+
+/* The text run that began at stream offset sh_ttext ends before s[e], a
+ * '<': given to blk_put (*from as for sh_tag), then cut to "x" in blk if
+ * "Unread text" allows. */
+static void sh_text_end(links_parser *p, const unsigned char *s, size_t e, size_t *from)
+{
+    uint64_t t = p->sh_ttext;
+    p->sh_ttext = UINT64_MAX;
+    if (t == UINT64_MAX || (p->sh_tx != TX_BEFORE && p->sh_tx != TX_AFTER) ||
+        p->sh_tn >= SH_TMAX || p->sh_s0 + e - t < 2)
+        return;
+    size_t len = (size_t)(p->sh_s0 + e - t);
+    blk_put(p, s + *from, e - *from);
+    *from = e;
+    if (p->stopped || len > p->blk_len)
+        return; /* a block ended in it */
+    size_t v = p->blk_len - len;
+    unsigned char *r = p->blk + v;
+    size_t k = 0;
+    while (k < len && g_blank(r[k]))
+        k++;
+    if (k == len || r[k] < 0x21 || r[k] > 0x7E || r[k] == '&' || r[k] == '"' || r[k] == '\'')
+        return;
+    for (size_t j = k + 1; j < len;) {
+        while (j < len && !tx_stop[r[j]])
+            j++;
+        if (j >= len)
+            break;
+        size_t q = r[j] < 0x80 ? 0 : utf8_seq(r + j, len - j);
+        if (q == 0)
+            return; /* a quote, or not UTF-8 */
+        j += q;
+    }
+    r[0] = 'x';
+    p->st.elided_text += len - 1;
+    sh_cut(p, v, v + 1);
 }
 
 /* In a start tag, from s[i]: follows it (g_step's syntax) to its end or
@@ -1443,6 +1544,7 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
             if (p->sh_t == G_TNAME) {
                 p->sh_raw = p->sh_nlen == 6 && memcmp(p->sh_name, "script", 6) == 0 ? 1
                           : p->sh_nlen == 5 && memcmp(p->sh_name, "style", 5) == 0 ? 2 : 0;
+                sh_tx_tag(p);
                 p->sh_t = G_BEFORE;
             } else {
                 p->sh_vok = !sh_name_read(p);
@@ -1563,11 +1665,15 @@ end:
         g->run = 0;
     }
     /* "<script/>" is closed at once: its content would not be raw */
-    if (p->sh_raw != 0 && (i > 0 ? s[i - 1] : p->sh_last) == '/') {
+    bool empty = (i > 0 ? s[i - 1] : p->sh_last) == '/';
+    if (p->sh_raw != 0 && empty) {
         sh_off(p);
         return g != NULL ? i + 1 : i; /* with g: where the guard is */
     }
+    if (p->sh_thtml && empty)
+        p->sh_tx = TX_NEVER;
     p->sh = p->sh_raw != 0 ? SH_RAW : SH_TEXT;
+    p->sh_ttext = p->sh_raw != 0 ? UINT64_MAX : p->sh_s0 + i + 1;
     return i + 1;
 }
 
@@ -1585,10 +1691,13 @@ static size_t sh_find(links_parser *p, const unsigned char *s, size_t i, size_t 
 /* Past s[i]: to state next if ok, else off. */
 static size_t sh_then(links_parser *p, bool ok, uint8_t next, size_t i)
 {
-    if (ok)
+    if (ok) {
         p->sh = next;
-    else
+        if (next == SH_TEXT)
+            p->sh_ttext = p->sh_s0 + i + 1;
+    } else {
         sh_off(p);
+    }
     return i + 1;
 }
 
@@ -1597,8 +1706,12 @@ static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t 
 {
     unsigned char c = s[i];
     switch (p->sh) {
-    case SH_TEXT:
-        return sh_find(p, s, i, n, '<', SH_LT);
+    case SH_TEXT: {
+        size_t j = sh_find(p, s, i, n, '<', SH_LT);
+        if (p->sh == SH_LT)
+            p->sh_ttext = UINT64_MAX; /* ended here, kept */
+        return j;
+    }
     case SH_LT:
         if (is_alpha(c)) {
             p->sh = SH_TAG;
@@ -1624,17 +1737,23 @@ static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t 
     case SH_ETNAME:
     case SH_DOCTN: {
         size_t j = i;
-        if (p->sh == SH_ETNAME)
+        if (p->sh == SH_ETNAME) {
             while (j < n && g_namechar(s[j]))
                 j++;
-        else
+            for (size_t k = i; k < j && p->sh_nlen + (k - i) < 4; k++)
+                p->sh_name[p->sh_nlen + (k - i)] = (char)lower(s[k]);
+        } else {
             while (j < n && is_alpha(s[j]))
                 j++;
+        }
         p->sh_nlen += j - i;
-        if (p->sh_nlen > SH_NAME_MAX)
+        if (p->sh_nlen > SH_NAME_MAX) {
             sh_off(p);
-        else if (j < n)
+        } else if (j < n) {
+            if (p->sh == SH_ETNAME && p->sh_nlen == 4 && memcmp(p->sh_name, "html", 4) == 0)
+                p->sh_tx = TX_NEVER; /* "</html": see "Unread text" */
             p->sh = p->sh == SH_ETNAME ? SH_ETEND : SH_DOCTE;
+        }
         return j;
     }
     case SH_ETEND:
@@ -1728,6 +1847,7 @@ static void sh_put(links_parser *p, const unsigned char *s, size_t n)
     if (n == 0)
         return;
     size_t from = 0;
+    p->sh_s0 = p->blk_total;
     sh_run(p, s, 0, n, &from, SH_OFF);
     p->sh_last = s[n - 1];
     blk_put(p, s + from, n - from);
@@ -1744,6 +1864,7 @@ static size_t fused_scan(links_parser *p, const unsigned char *s, size_t n, bool
 {
     size_t i = 0, from = 0, ok = n;
     *nul = false;
+    p->sh_s0 = p->blk_total; /* the stream offset of s[0] while from is 0 */
     while (i < n && !p->stopped) {
         unsigned m = p->g_mask;
         if (p->sh == SH_OFF) {
@@ -1767,6 +1888,8 @@ static size_t fused_scan(links_parser *p, const unsigned char *s, size_t n, bool
             }
             if (i >= n)
                 break;
+            if (p->sh == SH_TEXT)
+                sh_text_end(p, s, i, &from);
             p->g_run = 0; /* guard_char(p, '<') with no reading */
             p->g_lt = true;
             if (p->sh != SH_TEXT) {
@@ -2150,6 +2273,10 @@ void links_reset(links_parser *p, const char *content_type)
     p->sh_astart = SIZE_MAX;
     p->sh_tn = 0;
     p->sh_last = 0;
+    p->sh_tx = TX_BEFORE;
+    p->sh_thtml = false;
+    p->sh_ttext = UINT64_MAX;
+    p->blk_total = 0;
     p->finished = false;
     p->stopped = false;
     p->mode = CHARSET_UTF8;

@@ -91,8 +91,9 @@ typedef struct links_opts {
                              read as <meta name=robots> is; NULL: none. Copied. */
     int keep_values;      /* non-zero: libxml2 gets every attribute value as
                              is; 0: the quoted values of attributes nothing
-                             reads are cut to one byte where that is exact
-                             (faster; same links, base, title and stats) */
+                             reads, and text runs outside the title, are cut
+                             where that is exact (faster; same links, base,
+                             title and stats) */
 } links_opts;
 
 /* Why a link was not emitted (links_stats.dropped[]). */
@@ -150,6 +151,8 @@ typedef struct links_stats {
                               url, ... see css.h), and <style> text past
                               4 MiB (counted once per element) */
     uint64_t elided;       /* bytes of unread attribute values libxml2 was
+                              not given (0 with keep_values) */
+    uint64_t elided_text;  /* bytes of unread text between tags libxml2 was
                               not given (0 with keep_values) */
 } links_stats;
 
