@@ -2,8 +2,8 @@
  *
  * Input: byte 0 picks the Content-Type charset and the caps, byte 1 seeds
  * the chunk sizes, the rest is the page. The page is parsed whole and in
- * chunks, and whole with links_opts.keep_values flipped (attribute values
- * shortened or not); all must give the same links (digest), stats, base,
+ * chunks, and whole with links_opts.keep_values flipped (unread attribute
+ * values and text shortened or not); all must give the same links (digest), stats, base,
  * title and robots flags. Every link must
  * hold the module's promises: valid UTF-8, no NUL, not empty, not longer
  * than max_url, no surrounding ASCII whitespace. Any breach aborts. */
@@ -123,7 +123,7 @@ static void parse(const links_opts *o, const char *ct, const uint8_t *page, size
     const char *t = links_title(p, &len);
     pe->title = t != NULL ? digest_of(t, len) : 0;
     pe->robots = links_robots(p);
-    if (o->keep_values && st->elided != 0)
+    if (o->keep_values && (st->elided != 0 || st->elided_text != 0))
         abort();
     links_free(p);
 }
@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ea.base != es[k]->base || ea.title != es[k]->title || ea.robots != es[k]->robots)
             abort();
     }
-    if (ea.st.elided != eb.st.elided) /* chunking changes nothing either */
-        abort();
+    if (ea.st.elided != eb.st.elided || ea.st.elided_text != eb.st.elided_text)
+        abort(); /* chunking changes nothing either */
     return 0;
 }
