@@ -49,7 +49,7 @@ typedef struct result {
     cr_buf out;
     links_stats st;
     unsigned robots;
-    char base[256];       /* links_base after finish, "" if none */
+    char base[2 * 8192 + 1]; /* links_base after finish, "" if none */
     char title[LINKS_TITLE_MAX + 2]; /* links_title, "-" if none */
     int feed_rc;          /* the last non-zero links_feed return */
     int finish_rc;
@@ -1344,7 +1344,8 @@ static void text_shortened(void **state)
     assert_int_equal(TEXT_ELIDED("<p>hello world</p><a href=/x>y</a>"), 10);
     expect("<p>hello world</p><a href=/x>y</a>", "a N /x\n");
     /* after end tags, comments and DOCTYPE; leading blanks go too */
-    assert_int_equal(TEXT_ELIDED("<!DOCTYPE html>abc<!-- c -->\n  def</b>ghi<i>"), 2 + 5 + 2);
+    assert_int_equal(TEXT_ELIDED("<!DOCTYPE html><html>abc<!-- c -->\n  def</b>ghi<i>"),
+                     2 + 5 + 2);
     /* entities inside go with the run, valid UTF-8 too */
     assert_int_equal(TEXT_ELIDED("<p>a &amp; b &#0; c<p>caf\xc3\xa9 au lait<p>"), 15 + 12);
     /* script and style content is not text */
@@ -1376,6 +1377,12 @@ static void text_kept_when_read_or_odd(void **state)
                         "Long title here");
     /* before the title, cut */
     assert_int_equal(TEXT_ELIDED("<head><b>abc</b><title>kept</title><p>x"), 2);
+    /* before the first start tag, nothing: an end tag there takes libxml2
+     * to its epilogue ("</e>x" stops the page there, "</e> s" does not) */
+    assert_int_equal(TEXT_ELIDED("<!DOCTYPE html>abc<!-- c -->def</b>ghi<i>"), 0);
+    static const char early[] = "</e> s<c g t l n r>";
+    static const links_opts four = {.max_attrs = 4};
+    same_both_ways(early, sizeof early - 1, NULL, &four, 0);
     /* after </html> or <html/>, nothing */
     assert_int_equal(TEXT_ELIDED("<p>abc</p></html>more text<p>and more<p>"), 2);
     assert_int_equal(TEXT_ELIDED("<html/>more text<p>and more<p>"), 0);
@@ -1391,6 +1398,17 @@ static void text_implies_body(void **state)
     expect(page, "a N /a\n");
     size_t tl;
     assert_string_equal(title_of(page, &tl), "T");
+    /* the depth shows it: html, body, p, a is 4 deep; blank text would
+     * leave html, body, a (3) */
+    static const char deep[] = "<html><head>some text<a href=/a>x</a>";
+    static const links_opts o = {.max_depth = 3, .keep_values = 1};
+    result r;
+    run(deep, sizeof deep - 1, NULL, &o, WHOLE, 0, &r);
+    assert_string_equal(text(&r), "");
+    assert_int_equal(r.st.truncated, LINKS_TRUNC_DEPTH);
+    result_release(&r);
+    same_both_ways(deep, sizeof deep - 1, NULL, &o, 0);
+    assert_int_equal(text_elided, 8);
 }
 
 static void text_across_blocks(void **state)

@@ -1419,13 +1419,16 @@ static void sh_shorten(links_parser *p)
  *   - it lies in one block with its '<' (the cuts do not move, as values);
  *   - the page is not in its first <title>: from a start tag "title" to
  *     the next start tag other than html, head or body (those libxml2 may
- *     drop) text is kept (TX_TITLE); and after "</html" or "<html/>" no
- *     text is cut (libxml2's epilogue stops the page at text, depending
- *     on how much follows in its buffer).
+ *     drop) text is kept (TX_TITLE);
+ *   - libxml2 has an element open: text is cut only after the first start
+ *     tag (TX_START: before it, an end tag takes libxml2 to its epilogue,
+ *     where text stops the page or not depending on how much follows in
+ *     its buffer and on a leading blank), and never after "</html" or
+ *     "<html/>" (the epilogue again).
  * Entities inside the run go with it; a cut run's text reaches on_chars as
  * "x" outside the title, where nothing reads it. */
 
-enum { TX_BEFORE = 0, TX_TITLE, TX_AFTER, TX_NEVER };
+enum { TX_START = 0, TX_BEFORE, TX_TITLE, TX_AFTER, TX_NEVER };
 
 /* A start tag's name is complete (sh_name, sh_nlen): the title states. */
 static void sh_tx_tag(links_parser *p)
@@ -1433,6 +1436,8 @@ static void sh_tx_tag(links_parser *p)
     const char *m = p->sh_name;
     size_t n = p->sh_nlen;
     p->sh_thtml = n == 4 && memcmp(m, "html", 4) == 0;
+    if (p->sh_tx == TX_START)
+        p->sh_tx = TX_BEFORE; /* libxml2 has an element open from here */
     if (p->sh_tx == TX_BEFORE && n == 5 && memcmp(m, "title", 5) == 0)
         p->sh_tx = TX_TITLE;
     else if (p->sh_tx == TX_TITLE && !p->sh_thtml &&
@@ -2273,7 +2278,7 @@ void links_reset(links_parser *p, const char *content_type)
     p->sh_astart = SIZE_MAX;
     p->sh_tn = 0;
     p->sh_last = 0;
-    p->sh_tx = TX_BEFORE;
+    p->sh_tx = TX_START;
     p->sh_thtml = false;
     p->sh_ttext = UINT64_MAX;
     p->blk_total = 0;
