@@ -8,7 +8,8 @@
  *     -> to UTF-8: as is / ISO-8859-1 by hand / iconv (invalid -> U+FFFD)
  *     -> push_utf8() / fused_scan(): tag guard, NUL -> U+FFFD, and in
  *        the same pass attributes nothing reads removed (or their values
- *        cut to one byte), unless keep_values; see "Unread attribute values"
+ *        cut to one byte) and text runs nothing reads cut to one byte,
+ *        unless keep_values; see "Unread attribute values", "Unread text"
  *     -> blk_put(): 16 KiB blocks -> htmlParseChunk()
  *     -> on_start() (SAX startElement) -> emit() -> caller's callback
  *
@@ -2124,6 +2125,15 @@ static int start_page(links_parser *p)
      * 13.5% fewer bytes and cut its count by ~6%, but the pre-pass that
      * finds the runs cost more (151 M -> 341 M): 2,162 M -> 2,252 M (+4%).
      * javadoc's text comes in short runs; libxml2's cost is in tags.
+     * Kept (branch speed21, 2026-12-02), once the fused pass finds the runs
+     * anyway (its memchr for '<'): the text runs cut to "x" (sh_text_end,
+     * "Unread text"). 507 jdk pages (every 20th, sorted; openjdk-17-doc
+     * 17.0.21, 13.3 MB; TEXT_JDK): links_feed + links_finish
+     * 1,786 M -> 1,601 M (-10.4%); libxml2 with our callbacks (blk_flush)
+     * 1,507 M -> 1,263 M (-16%); the pre-pass (sh_tag, push_utf8, sh_run,
+     * blk_put) 246 M -> 302 M. python3-doc, every 5th page (106, 8.95 MB):
+     * 1,238 M -> 1,133 M (-8.5%; blk_flush 1,001 M -> 850 M, the pre-pass
+     * 211 M -> 254 M). TEXT_CRAWL
      * Kept (branch attrs, 2026-12-02): the values of attributes nothing
      * reads cut to one byte (sh_put, exact as "Unread attribute values"
      * says; keep_values turns it off). 507 jdk pages (every 20th from the
