@@ -2128,12 +2128,20 @@ static int start_page(links_parser *p)
      * Kept (branch speed21, 2026-12-02), once the fused pass finds the runs
      * anyway (its memchr for '<'): the text runs cut to "x" (sh_text_end,
      * "Unread text"). 507 jdk pages (every 20th, sorted; openjdk-17-doc
-     * 17.0.21, 13.3 MB; TEXT_JDK): links_feed + links_finish
-     * 1,786 M -> 1,601 M (-10.4%); libxml2 with our callbacks (blk_flush)
-     * 1,507 M -> 1,263 M (-16%); the pre-pass (sh_tag, push_utf8, sh_run,
-     * blk_put) 246 M -> 302 M. python3-doc, every 5th page (106, 8.95 MB):
-     * 1,238 M -> 1,133 M (-8.5%; blk_flush 1,001 M -> 850 M, the pre-pass
-     * 211 M -> 254 M). TEXT_CRAWL
+     * 17.0.21, 13.3 MB; 2.96 MB of text elided besides 4.12 MB of
+     * attributes): links_feed + links_finish 1,786 M -> 1,605 M (-10.1%;
+     * the floor, libxml2 alone unshortened, 2,078 M); libxml2 with our
+     * callbacks (blk_flush) 1,507 M -> 1,266 M (-16%); the pre-pass
+     * (sh_tag, push_utf8, sh_run, blk_put) 246 M -> 302 M. python3-doc,
+     * every 5th page (106, 8.95 MB, 1.79 MB of text elided): 1,238 M ->
+     * 1,133 M (-8.5%; blk_flush 1,001 M -> 850 M, the pre-pass 211 M ->
+     * 254 M). Whole jdk crawls (bench config), main's crawld and this one
+     * alternating with wget2 in one run of 6 rounds on a loaded machine:
+     * crawld CPU median 6.06 s -> 5.00 s (0.59 -> 0.49 ms/page; wget2
+     * 2.74 s), wall 8.5 s -> 7.6 s (wget2 3.6 s), peak RSS 24 MiB both;
+     * perf split after: libxml2 33%, crawld 24% (sh_tag 4.5, push_utf8
+     * 2.4, sh_run 1.3, blk_put 1.2; the URL path, Bloom and scope ~10%),
+     * libc 19%, kernel 13%, curl 5%, SQLite 4%.
      * Kept (branch attrs, 2026-12-02): the values of attributes nothing
      * reads cut to one byte (sh_put, exact as "Unread attribute values"
      * says; keep_values turns it off). 507 jdk pages (every 20th from the
