@@ -2130,7 +2130,7 @@ static int start_page(links_parser *p)
      * "Unread text"). 507 jdk pages (every 20th, sorted; openjdk-17-doc
      * 17.0.21, 13.3 MB; 2.96 MB of text elided besides 4.12 MB of
      * attributes): links_feed + links_finish 1,786 M -> 1,605 M (-10.1%;
-     * the floor, libxml2 alone unshortened, 2,078 M); libxml2 with our
+     * the floor, libxml2 alone unshortened, ~2,070 M); libxml2 with our
      * callbacks (blk_flush) 1,507 M -> 1,266 M (-16%); the pre-pass
      * (sh_tag, push_utf8, sh_run, blk_put) 246 M -> 302 M. python3-doc,
      * every 5th page (106, 8.95 MB, 1.79 MB of text elided): 1,238 M ->
