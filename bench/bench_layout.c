@@ -12,6 +12,11 @@
  *     fpmmap    fp, with mmap_size = 1 GiB
  *     fppk      a separate table seen(fp INTEGER PRIMARY KEY, url TEXT):
  *               the table itself keyed by fingerprint (no row order)
+ *     v5        crawld's schema 5 as `crawld dedup` writes it: fp, plus
+ *               last_linked with its index, batches sorted by fp
+ *     seen      seen(fp, url, last_linked, PRIMARY KEY(fp, url)) WITHOUT
+ *               ROWID, batches sorted by fp, INSERT OR IGNORE: one B-tree
+ *               insert per new key, the text compared on an fp match
  * Env: BENCH_PAGE_SIZE (default 4096), BENCH_CACHE_MB (default 64).
  * Prints one line: layout, lines, distinct, seconds, CPU s, CPU us/line,
  * bytes written per distinct key, DB bytes per distinct key, and the URL
@@ -91,14 +96,15 @@ static int by_fp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: bench_layout DIR text|fp|fpsort|fpmmap|fppk N [BATCH]\n");
+        fprintf(stderr, "usage: bench_layout DIR text|fp|fpsort|fpmmap|fppk|v5|seen N [BATCH]\n");
         return 2;
     }
     const char *dir = argv[1], *layout = argv[2];
     long long n = strtoll(argv[3], NULL, 10);
     int batch = argc > 4 ? atoi(argv[4]) : 10000;
     int text = strcmp(layout, "text") == 0, pk = strcmp(layout, "fppk") == 0;
-    int sorted = strcmp(layout, "fpsort") == 0;
+    int v5 = strcmp(layout, "v5") == 0, wr = strcmp(layout, "seen") == 0;
+    int sorted = strcmp(layout, "fpsort") == 0 || v5 || wr;
     if (mkdir(dir, 0700) != 0) {
         fprintf(stderr, "bench_layout: %s: %s\n", dir, strerror(errno));
         return 1;
@@ -123,6 +129,20 @@ int main(int argc, char **argv)
                " state INTEGER NOT NULL DEFAULT 0)");
         find = "SELECT id FROM urls WHERE url = ?2";
         ins = "INSERT OR IGNORE INTO urls(url, state) VALUES(?2, 4)";
+    } else if (wr) {
+        run(c, "CREATE TABLE seen(fp INTEGER NOT NULL, url TEXT NOT NULL,"
+               " last_linked INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(fp, url)) WITHOUT ROWID");
+        find = "SELECT 1 FROM seen WHERE fp = ?1 AND url = ?2";
+        ins = "INSERT OR IGNORE INTO seen(fp, url, last_linked) VALUES(?1, ?2, 1)";
+        text = 1; /* one statement: the insert is the lookup */
+    } else if (v5) {
+        run(c, "CREATE TABLE urls(id INTEGER PRIMARY KEY, url TEXT NOT NULL,"
+               " state INTEGER NOT NULL DEFAULT 0, fp INTEGER NOT NULL,"
+               " last_linked INTEGER NOT NULL DEFAULT 0);"
+               "CREATE INDEX urls_fp ON urls(fp);"
+               "CREATE INDEX urls_last_linked ON urls(last_linked)");
+        find = "SELECT id FROM urls WHERE fp = ?1 AND url = ?2";
+        ins = "INSERT INTO urls(url, state, fp, last_linked) VALUES(?2, 4, ?1, 1)";
     } else if (pk) {
         run(c, "CREATE TABLE seen(fp INTEGER PRIMARY KEY, url TEXT NOT NULL)");
         find = "SELECT 1 FROM seen WHERE fp = ?1 AND url = ?2";
