@@ -1434,6 +1434,81 @@ static void slot_rows_export_import_drop(void **state)
     two_stores_close(&t);
 }
 
+typedef struct got_hosts {
+    char host[4][16];
+    db_slot_host h[4];
+    char text[4][64];
+    size_t n;
+} got_hosts;
+
+static int note_host(void *arg, const db_slot_host *h)
+{
+    got_hosts *g = arg;
+    if (g->n == 4)
+        return 1;
+    snprintf(g->host[g->n], sizeof g->host[g->n], "%s", h->host);
+    g->h[g->n] = *h;
+    g->h[g->n].host = g->host[g->n];
+    assert_true(h->robots_len < sizeof g->text[g->n]);
+    if (h->robots_text != NULL)
+        memcpy(g->text[g->n], h->robots_text, h->robots_len);
+    g->h[g->n].robots_text = h->robots_text != NULL ? g->text[g->n] : NULL;
+    g->n++;
+    return 0;
+}
+
+/* The hosts' politeness state rides in the checkpoint, field by field;
+ * a checkpoint written without it (an older node's) has none. */
+static void slot_checkpoint_carries_host_state(void **state)
+{
+    (void)state;
+    two_stores t;
+    two_stores_open(&t, "slothosts");
+    char ck[96], err[512];
+    int64_t rows = 0;
+    snprintf(ck, sizeof ck, "%s/slot.db", t.dir);
+    const char body[] = "User-agent: *\nCrawl-delay: 3\n";
+    db_slot_host hs[2] = {
+        { .host = "h1", .next_at = 1700000001234, .paused_until = 0, .last_ms = 42, .pages = 7,
+          .robots_status = 200, .robots_text = body, .robots_len = strlen(body),
+          .robots_expires = 1700000090000 },
+        { .host = "h3", .next_at = 5, .paused_until = 1700000005000, .last_ms = -1, .pages = 0,
+          .robots_status = -1, .robots_expires = 1700000060000 },
+    };
+    assert_int_equal(db_slot_export_hosts(t.a, ck, "x", pick_odd, NULL, hs, 2, &rows, err,
+                                          sizeof err), 0);
+    assert_int_equal(rows, 6); /* the rows as db_slot_export */
+    got_hosts g;
+    memset(&g, 0, sizeof g);
+    assert_int_equal(db_slot_hosts(ck, note_host, &g, err, sizeof err), 0);
+    assert_int_equal(g.n, 2);
+    size_t i1 = strcmp(g.host[0], "h1") == 0 ? 0 : 1, i3 = 1 - i1;
+    assert_string_equal(g.host[i1], "h1");
+    assert_string_equal(g.host[i3], "h3");
+    assert_int_equal(g.h[i1].next_at, 1700000001234);
+    assert_int_equal(g.h[i1].last_ms, 42);
+    assert_int_equal(g.h[i1].pages, 7);
+    assert_int_equal(g.h[i1].robots_status, 200);
+    assert_int_equal(g.h[i1].robots_len, strlen(body));
+    assert_memory_equal(g.h[i1].robots_text, body, strlen(body));
+    assert_int_equal(g.h[i1].robots_expires, 1700000090000);
+    assert_int_equal(g.h[i3].paused_until, 1700000005000);
+    assert_int_equal(g.h[i3].last_ms, -1);
+    assert_int_equal(g.h[i3].robots_status, -1);
+    assert_null(g.h[i3].robots_text);
+    /* the rows still import as before */
+    int64_t mark = 0;
+    assert_int_equal(db_slot_import(t.b, ck, "x", &mark, &rows, err, sizeof err), 0);
+    assert_int_equal(rows, 6);
+    /* without host states: none */
+    assert_int_equal(unlink(ck), 0);
+    assert_int_equal(db_slot_export(t.a, ck, "x", pick_odd, NULL, &rows, err, sizeof err), 0);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(db_slot_hosts(ck, note_host, &g, err, sizeof err), 0);
+    assert_int_equal(g.n, 0);
+    two_stores_close(&t);
+}
+
 /* An export that fails (a folder that is not there; a disk that fills up
  * during the copy, by the faults build's hook) leaves no file behind and
  * says why; an import that fails inserts nothing. */
@@ -1935,6 +2010,7 @@ int main(void)
         cmocka_unit_test_teardown(slot_rows_export_from_a_gone_store, teardown),
         cmocka_unit_test_teardown(a_gone_nodes_outbox_moves_here, teardown),
         cmocka_unit_test_teardown(slot_rows_export_import_drop, teardown),
+        cmocka_unit_test_teardown(slot_checkpoint_carries_host_state, teardown),
         cmocka_unit_test_teardown(slot_export_and_import_failures_leave_nothing, teardown),
         cmocka_unit_test_teardown(frontier_forgets_and_wakes_a_slots_hosts, teardown),
         cmocka_unit_test_teardown(a_dropped_rows_ids_are_read_again_when_reused, teardown),
