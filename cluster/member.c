@@ -29,12 +29,17 @@ static const char DEL_IF_MINE[] =
 /* A hand-over: while KEYS[1] (the slot lease) names this node, records the
  * checkpoint in KEYS[2] (unless ARGV[2] is ""), adds slot ARGV[4] to the
  * set KEYS[3] of slots in transit (the end check waits for it to empty)
- * and deletes the lease. */
+ * and deletes the lease. A lease that ran out during the hand-over (no
+ * key) is as good while nobody took the slot since: no record in KEYS[2]
+ * and the holder (hash KEYS[4], field ARGV[4]) still this node; the next
+ * SET NX then sees the record. 1 done, 0 another node has the slot. */
 static const char HAND_OVER[] =
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "local cur = redis.call('GET', KEYS[1]) "
+    "if cur ~= ARGV[1] and (cur or redis.call('EXISTS', KEYS[2]) == 1 or"
+    " redis.call('HGET', KEYS[4], ARGV[4]) ~= ARGV[1]) then return 0 end "
     "if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'path', ARGV[2], 'epoch', ARGV[3],"
     " 'from', ARGV[1]) redis.call('SADD', KEYS[3], ARGV[4]) end "
-    "return redis.call('DEL', KEYS[1])";
+    "if cur then redis.call('DEL', KEYS[1]) end return 1";
 /* Deletes the record KEYS[1] while it still names checkpoint ARGV[1], and
  * slot ARGV[2] from the set KEYS[2]. */
 static const char DEL_RECORD[] =
@@ -151,6 +156,9 @@ int member_open(const member_opts *o, member **out, char *err, size_t errlen)
         rc = -ENOMEM;
         goto fail;
     }
+    /* rows here of a slot another node loaded since are stale */
+    if (o->suspect != NULL && o->orphaned != NULL)
+        o->suspect(o->hook_arg, m->slots, m->orphaned);
     if (o->store_dir != NULL && o->store_dir[0] != '\0') {
         key(m, k, "stores");
         rc = redis_cmd(m->rc, &r, "HSET", k, m->id, o->store_dir, NULL);
@@ -426,7 +434,7 @@ static void set_local(member *m, uint32_t s)
  * goes with the checkpoint recorded. */
 static int release(member *m, uint32_t s)
 {
-    char k[KEY_MAX], ck[KEY_MAX], tk[KEY_MAX], ckpt[4096] = "", ep[24], sn[12];
+    char k[KEY_MAX], ck[KEY_MAX], tk[KEY_MAX], hk[KEY_MAX], ckpt[4096] = "", ep[24], sn[12];
     atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
     atomic_store(&m->local[s], false);
     /* Never loaded: this node has no rows of the slot, and the record
@@ -444,11 +452,12 @@ static int release(member *m, uint32_t s)
     slot_key(m, k, s);
     ckpt_key(m, ck, s);
     key(m, tk, "ckpts");
+    key(m, hk, "holder");
     snprintf(ep, sizeof ep, "%llu", (unsigned long long)m->info.epoch);
     snprintf(sn, sizeof sn, "%u", s);
     redis_reply *r = NULL;
-    const char *argv[] = { "EVAL", HAND_OVER, "3", k, ck, tk, m->id, ckpt, ep, sn };
-    int rc = redis_cmdv(m->rc, 10, argv, NULL, &r);
+    const char *argv[] = { "EVAL", HAND_OVER, "4", k, ck, tk, hk, m->id, ckpt, ep, sn };
+    int rc = redis_cmdv(m->rc, 11, argv, NULL, &r);
     bool gone = rc == 0 && redis_reply_int(r) == 1;
     redis_reply_free(r);
     if (rc == 0) {
@@ -458,8 +467,23 @@ static int release(member *m, uint32_t s)
         m->info.held--;
         if (gone && ckpt[0] != '\0')
             m->info.handed_over++;
-        if (gone && !pass_on && m->o.released != NULL)
-            m->o.released(m->o.hook_arg, s);
+        /* a drop that fails is retried as an orphan's: once the holder
+         * record names the node that loaded the checkpoint */
+        if (gone && !pass_on && m->o.released != NULL &&
+            m->o.released(m->o.hook_arg, s) < 0 && m->o.orphaned != NULL)
+            m->orphaned[s] = true;
+        if (!gone && !pass_on) {
+            /* another node took the slot after the lease ran out: it
+             * rescues the rows from this store (the holder here), and
+             * then they are dropped here as an orphan's; the export is
+             * nobody's */
+            m->info.lost++;
+            m->info.stranded++;
+            if (m->o.stranded != NULL)
+                m->o.stranded(m->o.hook_arg, s, ckpt);
+            if (m->o.orphaned != NULL)
+                m->orphaned[s] = true;
+        }
     }
     return rc;
 }

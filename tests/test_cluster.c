@@ -1027,6 +1027,9 @@ typedef struct fake_side {
     const char *name;       /* in the checkpoints' names */
     int fail;
     int handovers, releases, loads, loaded;
+    redis_conn *c;          /* expire: the hand-over outlasts the lease ... */
+    int expire;             /* 1: it ran out; 2: and node-x took the slot */
+    int stranded, orphans;
     char bad[256];          /* a load of a path this side did not expect */
     char last[256];         /* the last checkpoint loaded */
 } fake_side;
@@ -1038,13 +1041,41 @@ static int fake_handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
         return -1;
     snprintf(ckpt, cap, "/shared/%s-slot%u.db", f->name, slot);
     f->handovers++;
+    if (f->expire) {
+        char k[64], sn[12];
+        snprintf(k, sizeof k, "crawld:t:slot:%u", slot);
+        snprintf(sn, sizeof sn, "%u", slot);
+        redis_reply *r = NULL;
+        assert_int_equal(f->expire == 1 ? redis_cmd(f->c, &r, "DEL", k, NULL)
+                                        : redis_cmd(f->c, &r, "SET", k, "node-x", NULL),
+                         0);
+        redis_reply_free(r);
+    }
     return 1;
 }
 
-static void fake_released(void *arg, uint32_t slot)
+static void fake_stranded(void *arg, uint32_t slot, const char *ckpt)
+{
+    fake_side *f = arg;
+    char want[64];
+    snprintf(want, sizeof want, "/shared/%s-slot%u.db", f->name, slot);
+    if (strcmp(ckpt, want) != 0)
+        snprintf(f->bad, sizeof f->bad, "slot %u stranded %s", slot, ckpt);
+    f->stranded++;
+}
+
+static int fake_side_orphaned(void *arg, uint32_t slot)
+{
+    (void)slot;
+    ((fake_side *)arg)->orphans++;
+    return 0;
+}
+
+static int fake_released(void *arg, uint32_t slot)
 {
     (void)slot;
     ((fake_side *)arg)->releases++;
+    return 0;
 }
 
 static int fake_load(void *arg, uint32_t slot, const char *ckpt)
@@ -1179,6 +1210,78 @@ static void export_fails_the_old_owner_keeps_the_slot(void **state)
     member_get_info(m[0], &in);
     assert_int_equal(in.handed_over, (uint64_t)moving);
     free_two(m, c, d);
+}
+
+/* The old owner's lease runs out while it exports (a long export holds
+ * its ticks back). Nobody took the slot meanwhile: the checkpoint is
+ * recorded all the same and the new owner loads it. node-x took it: the
+ * export is stranded (said, with its path, and nobody's record), and the
+ * rows here are dropped once P"holder" names node-x (which rescued them). */
+static void a_lease_that_ran_out_during_the_handover(void **state)
+{
+    (void)state;
+    for (int expire = 1; expire <= 2; expire++) {
+        redisd *d = NULL;
+        redis_conn *c = redis_with_conn(&d);
+        const uint32_t slots = 16;
+        const char *names[2] = { "node-a", "node-b" };
+        fake_side fa = { .name = "a", .c = c }, fb = { .name = "b" };
+        member *m[2];
+        char err[256];
+        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[0],
+                          .slots = slots, .lease_ms = 5000, .handover = fake_handover,
+                          .released = fake_released, .stranded = fake_stranded,
+                          .load = fake_load, .loaded = fake_loaded,
+                          .orphaned = fake_side_orphaned, .hook_arg = &fa };
+        if (member_open(&o, &m[0], err, sizeof err) < 0)
+            fail_msg("member_open: %s", err);
+        assert_int_equal(settle(m, names, 1, slots), 0);
+        fa.expire = expire;
+        m[1] = join_with(d, names[1], slots, &fb);
+        tick_all(m, 2, 40);
+        uint32_t owner[16];
+        slotmap_assign(names, 2, slots, owner);
+        int moving = 0, recorded = 0;
+        for (uint32_t s = 0; s < slots; s++) {
+            char k[64];
+            snprintf(k, sizeof k, "crawld:t:ckpt:%u", s);
+            recorded += (int)hash_exists(c, k);
+            moving += owner[s] == 1;
+        }
+        assert_true(moving > 0);
+        assert_int_equal(fa.handovers, moving);
+        assert_string_equal(fa.bad, "");
+        assert_string_equal(fb.bad, "");
+        member_info in;
+        member_get_info(m[0], &in);
+        if (expire == 1) {
+            assert_int_equal(fa.releases, moving);
+            assert_int_equal(fa.stranded, 0);
+            assert_int_equal(fb.loads, moving); /* from the record */
+            assert_int_equal(recorded, 0);      /* loaded: deleted */
+            assert_int_equal(in.handed_over, (uint64_t)moving);
+            assert_int_equal(in.stranded, 0);
+        } else {
+            assert_int_equal(fa.releases, 0);
+            assert_int_equal(fa.stranded, moving);
+            assert_int_equal(fb.loads, 0);
+            assert_int_equal(recorded, 0); /* nobody's record */
+            assert_int_equal(in.stranded, (uint64_t)moving);
+            assert_int_equal(fa.orphans, 0); /* the holder is still node-a */
+            for (uint32_t s = 0; s < slots; s++) {
+                char sn[12];
+                snprintf(sn, sizeof sn, "%u", s);
+                redis_reply *r = NULL;
+                if (owner[s] == 1)
+                    assert_int_equal(redis_cmd(c, &r, "HSET", "crawld:t:holder", sn, "node-x",
+                                               NULL), 0);
+                redis_reply_free(r);
+            }
+            tick_all(m, 2, 3);
+            assert_int_equal(fa.orphans, moving); /* rescued there: dropped here */
+        }
+        free_two(m, c, d);
+    }
 }
 
 /* With b's import failing, b holds the slots it took but fetches and
@@ -2001,6 +2104,7 @@ int main(void)
         cmocka_unit_test_teardown(quiet_waits_for_a_slot_in_transit, teardown),
         cmocka_unit_test_teardown(a_crashed_node_keeps_its_slots_within_the_grace, teardown),
         cmocka_unit_test_teardown(export_fails_the_old_owner_keeps_the_slot, teardown),
+        cmocka_unit_test_teardown(a_lease_that_ran_out_during_the_handover, teardown),
         cmocka_unit_test_teardown(import_fails_the_new_owner_does_not_fetch, teardown),
         cmocka_unit_test_teardown(a_slot_never_loaded_passes_its_checkpoint_on, teardown),
         cmocka_unit_test_teardown(a_departing_node_hands_every_slot_over, teardown),

@@ -729,6 +729,56 @@ static void sigstop_then_sigcont(int stop_ms, int past_grace)
     check_oracles(past_grace ? rescued_again(1) : CONNECTIONS, 3);
 }
 
+/* The old owner dies between the release and the drop (the faults build's
+ * CRAWLD_CLUSTER_FAULT=after-release, once a fourth node joined and the
+ * map moved slots away from it): the slot's checkpoint is recorded, its
+ * rows still in the dead node's store. Restarted within the grace, it
+ * must drop them once the new owner has loaded them (else they stay
+ * queued behind its gate and it never reaches quiescence), and the
+ * crawl ends exact. */
+static void crash_between_release_and_drop(void **state)
+{
+    (void)state;
+    NEED_CLUSTER();
+    if (!faults_binary_has("after-release"))
+        fail_msg("the faults build (CRAWLD_FAULTS_BIN) has no after-release fault point");
+    start_nodes(2);
+    /* armed after 50 responses: not at the moves of the start */
+    setenv("CRAWLD_CLUSTER_FAULT", "after-release", 1);
+    setenv("CRAWLD_CLUSTER_FAULT_PAGES", "50", 1);
+    node_config(2);
+    const char *const args[] = { "run", "-c", W.cfg[2], NULL };
+    int rc = crawlproc_start_bin(&W.node[2], getenv("CRAWLD_FAULTS_BIN"), W.dir, "node2", args);
+    unsetenv("CRAWLD_CLUSTER_FAULT");
+    unsetenv("CRAWLD_CLUSTER_FAULT_PAGES");
+    assert_int_equal(rc, 0);
+    wait_progress(W.want.n / 4);
+    node_start(3); /* slots move to it, some from node 2, which dies there */
+    int st = crawlproc_wait(&W.node[2], NODE_WAIT_MS);
+    assert_int_equal(st, 128 + SIGKILL);
+    char *said = crawlproc_output(&W.node[2], 2);
+    assert_non_null(said);
+    int at_point = strstr(said, "stopped at the fault point (outcomes committed)") != NULL &&
+                   strstr(said, "handed over:") != NULL;
+    if (!at_point)
+        print_message("node2 said:\n%s\n", said);
+    cr_free(said);
+    assert_true(at_point);
+    node_start(2); /* same state folder and node id, within the grace */
+    for (int i = 0; i < 4; i++)
+        node_expect_exit(i, 0);
+    said = crawlproc_output(&W.node[2], 2);
+    assert_non_null(said);
+    int dropped = strstr(said, "which loaded it: its") != NULL;
+    if (!dropped)
+        print_message("restarted node2 said:\n%s\n", said);
+    cr_free(said);
+    assert_true(dropped);
+    int told = 0;
+    long again = crawlproc_refetch_reported(&W.node[2], false, &told);
+    check_oracles(again > 0 ? (size_t)again : 0, 3);
+}
+
 /* Past its lease, within the grace: its slots wait for it. */
 static void sigstop_past_lease_then_sigcont(void **state)
 {
@@ -758,6 +808,7 @@ int main(void)
         cmocka_unit_test_teardown(fourth_node_joins, teardown),
         cmocka_unit_test_teardown(node_leaves_on_sigterm, teardown),
         cmocka_unit_test_teardown(crawl_delay_holds_across_a_handover, teardown),
+        cmocka_unit_test_teardown(crash_between_release_and_drop, teardown),
         cmocka_unit_test_teardown(crash_after_commit_before_xack, teardown),
         cmocka_unit_test_teardown(crash_after_xadd_before_outbox_delete, teardown),
         cmocka_unit_test_teardown(sigstop_past_lease_then_sigcont, teardown),
