@@ -628,11 +628,25 @@ static int take_and_release(member *m)
 {
     char k[KEY_MAX];
     int rc = 0;
+    /* Hand-overs and loads copy rows: past a quarter lease in this tick
+     * the rest waits for the next ones, so that the leases this node
+     * holds are renewed in between (a node handing many slots over at
+     * once let them run out, and the others then rescued them) */
+    int64_t t0 = cr_mono_ms(), budget = m->o.lease_ms / 4;
     for (uint32_t s = 0; s < m->slots && rc == 0; s++) {
+        bool late = cr_mono_ms() - t0 > budget;
         if (m->orphaned[s] && (!m->held[s] || m->unloaded[s]))
             rc = settle_orphan(m, s);
         if (rc < 0) {
             continue;
+        } else if (late && m->held[s] != m->wanted[s]) {
+            if (m->held[s]) { /* released from the next tick, as a first release */
+                atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+                atomic_store(&m->local[s], false);
+                m->leaving[s] = !m->unloaded[s];
+            }
+        } else if (late && m->held[s] && m->unloaded[s]) {
+            /* loaded next tick */
         } else if (m->held[s] && !m->wanted[s]) {
             rc = release(m, s);
         } else if (!m->held[s] && m->wanted[s]) {
