@@ -1030,6 +1030,7 @@ typedef struct fake_side {
     redis_conn *c;          /* expire: the hand-over outlasts the lease ... */
     int expire;             /* 1: it ran out; 2: and node-x took the slot */
     int stranded, orphans;
+    int slow_ms;            /* each hand-over takes this long (a big export) */
     char bad[256];          /* a load of a path this side did not expect */
     char last[256];         /* the last checkpoint loaded */
 } fake_side;
@@ -1041,6 +1042,8 @@ static int fake_handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
         return -1;
     snprintf(ckpt, cap, "/shared/%s-slot%u.db", f->name, slot);
     f->handovers++;
+    if (f->slow_ms > 0)
+        nap_ms(f->slow_ms);
     if (f->expire) {
         char k[64], sn[12];
         snprintf(k, sizeof k, "crawld:t:slot:%u", slot);
@@ -1282,6 +1285,45 @@ static void a_lease_that_ran_out_during_the_handover(void **state)
         }
         free_two(m, c, d);
     }
+}
+
+/* Slow hand-overs (60 ms each, a 200 ms lease, about 8 slots moving)
+ * are spread over ticks, so the node renews the leases it keeps in
+ * between: none is lost, every moving slot goes by its checkpoint. */
+static void slow_handovers_do_not_starve_the_renewals(void **state)
+{
+    (void)state;
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
+    const uint32_t slots = 16;
+    const char *names[2] = { "node-a", "node-b" };
+    fake_side fa = { .name = "a" }, fb = { .name = "b" };
+    member *m[2];
+    char err[256];
+    for (int i = 0; i < 2; i++) {
+        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
+                          .slots = slots, .lease_ms = 200, .handover = fake_handover,
+                          .released = fake_released, .load = fake_load, .loaded = fake_loaded,
+                          .hook_arg = i ? &fb : &fa };
+        if (member_open(&o, &m[i], err, sizeof err) < 0)
+            fail_msg("member_open: %s", err);
+        if (i == 0)
+            assert_int_equal(settle(m, names, 1, slots), 0);
+    }
+    fa.slow_ms = 60;
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    uint32_t owner[16];
+    slotmap_assign(names, 2, slots, owner);
+    int moving = 0;
+    for (uint32_t s = 0; s < slots; s++)
+        moving += owner[s] == 1;
+    assert_true(moving * 60 > 200); /* one tick for all of them would outlast the lease */
+    member_info in;
+    member_get_info(m[0], &in);
+    assert_int_equal(in.lost, 0);
+    assert_int_equal(in.handed_over, (uint64_t)moving);
+    assert_int_equal(fb.loads, moving);
+    free_two(m, c, d);
 }
 
 /* With b's import failing, b holds the slots it took but fetches and
@@ -2105,6 +2147,7 @@ int main(void)
         cmocka_unit_test_teardown(a_crashed_node_keeps_its_slots_within_the_grace, teardown),
         cmocka_unit_test_teardown(export_fails_the_old_owner_keeps_the_slot, teardown),
         cmocka_unit_test_teardown(a_lease_that_ran_out_during_the_handover, teardown),
+        cmocka_unit_test_teardown(slow_handovers_do_not_starve_the_renewals, teardown),
         cmocka_unit_test_teardown(import_fails_the_new_owner_does_not_fetch, teardown),
         cmocka_unit_test_teardown(a_slot_never_loaded_passes_its_checkpoint_on, teardown),
         cmocka_unit_test_teardown(a_departing_node_hands_every_slot_over, teardown),
