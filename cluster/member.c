@@ -60,6 +60,7 @@ struct member {
     bool *orphaned;       /* lease lost (fenced): its rows here are dropped once
                            * P"holder" names the node that rescued them */
     bool departing;       /* member_depart: hand every slot over */
+    bool ended;           /* member_end: the crawl is over, no slot is taken */
     _Atomic int64_t *deadline; /* may fetch until (monotonic ms); 0: no */
     atomic_bool *local;   /* held, loaded, not leaving (member_is_local) */
     member_info info;
@@ -261,6 +262,16 @@ static int coordinate(member *m)
     uint32_t *owner = NULL;
     size_t n = 0;
     int rc;
+    /* a finished crawl's map stays: a node that exited first (its leases
+     * released, nothing handed over) would else have its slots taken, and
+     * their rows rescued from its store, by the nodes still exiting */
+    key(m, k, "done");
+    rc = redis_cmd(m->rc, &cur, "EXISTS", k, NULL);
+    bool done = rc == 0 && redis_reply_int(cur) == 1;
+    redis_reply_free(cur);
+    cur = NULL;
+    if (rc < 0 || done)
+        goto out;
     key(m, k, "members");
     rc = redis_cmd(m->rc, &mem, "SMEMBERS", k, NULL);
     if (rc < 0)
@@ -649,7 +660,7 @@ static int take_and_release(member *m)
             /* loaded next tick */
         } else if (m->held[s] && !m->wanted[s]) {
             rc = release(m, s);
-        } else if (!m->held[s] && m->wanted[s]) {
+        } else if (!m->held[s] && m->wanted[s] && !m->ended) {
             slot_key(m, k, s);
             int64_t sent = cr_mono_ms();
             redis_reply *r = NULL;
@@ -778,6 +789,11 @@ out:
         m->info.error[0] = '\0';
     }
     return rc;
+}
+
+void member_end(member *m)
+{
+    m->ended = true;
 }
 
 int member_depart(member *m)

@@ -128,6 +128,11 @@ typedef struct member_info {
     char error[256];       /* the last Redis error, "" when up */
 } member_info;
 
+/* The whole crawl is over: from now on no slot is taken (a node that
+ * exited first leaves its slots to the map, and taking them would only
+ * rescue a finished crawl's rows from its store). */
+void member_end(member *m);
+
 /* Connects and joins (node lease, members set, the crawl's slot count).
  * 0 and *out, or a negative errno with why in err. Caller owns *out; free
  * with member_free() (after member_leave for a clean exit). */

@@ -491,13 +491,24 @@ static void kill9_node_and_restart_within_grace(void **state)
 static size_t rescued_again(int gone)
 {
     long again = 0;
-    int said = 0;
+    int said = 0, others = 0;
+    char from[64];
+    snprintf(from, sizeof from, "rescued from the store of node-%d ", gone);
     for (int i = 0; i < 3; i++) {
         int k = 0;
         if (i != gone)
             again += crawlproc_refetch_reported(&W.node[i], true, &k);
         said += k;
+        /* only the gone node's slots are rescued: not those of a node
+         * that exited at the end of the crawl before another one did */
+        char *out = crawlproc_output(&W.node[i], 2);
+        for (const char *p = out; p != NULL && (p = strstr(p, "rescued from the store of ")) != NULL;
+             p++)
+            others += strncmp(p, from, strlen(from)) != 0;
+        cr_free(out);
     }
+    print_message("%d rescues of other nodes' slots\n", others);
+    assert_int_equal(others, 0);
     print_message("the rescuers said %ld URLs of node-%d may be fetched again (%d slots)\n",
                   again, gone, said);
     assert_true(said > 0);
