@@ -29,12 +29,17 @@ static const char DEL_IF_MINE[] =
 /* A hand-over: while KEYS[1] (the slot lease) names this node, records the
  * checkpoint in KEYS[2] (unless ARGV[2] is ""), adds slot ARGV[4] to the
  * set KEYS[3] of slots in transit (the end check waits for it to empty)
- * and deletes the lease. */
+ * and deletes the lease. A lease that ran out during the hand-over (no
+ * key) is as good while nobody took the slot since: no record in KEYS[2]
+ * and the holder (hash KEYS[4], field ARGV[4]) still this node; the next
+ * SET NX then sees the record. 1 done, 0 another node has the slot. */
 static const char HAND_OVER[] =
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "local cur = redis.call('GET', KEYS[1]) "
+    "if cur ~= ARGV[1] and (cur or redis.call('EXISTS', KEYS[2]) == 1 or"
+    " redis.call('HGET', KEYS[4], ARGV[4]) ~= ARGV[1]) then return 0 end "
     "if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'path', ARGV[2], 'epoch', ARGV[3],"
     " 'from', ARGV[1]) redis.call('SADD', KEYS[3], ARGV[4]) end "
-    "return redis.call('DEL', KEYS[1])";
+    "if cur then redis.call('DEL', KEYS[1]) end return 1";
 /* Deletes the record KEYS[1] while it still names checkpoint ARGV[1], and
  * slot ARGV[2] from the set KEYS[2]. */
 static const char DEL_RECORD[] =
@@ -55,6 +60,7 @@ struct member {
     bool *orphaned;       /* lease lost (fenced): its rows here are dropped once
                            * P"holder" names the node that rescued them */
     bool departing;       /* member_depart: hand every slot over */
+    bool ended;           /* member_end: the crawl is over, no slot is taken */
     _Atomic int64_t *deadline; /* may fetch until (monotonic ms); 0: no */
     atomic_bool *local;   /* held, loaded, not leaving (member_is_local) */
     member_info info;
@@ -151,6 +157,9 @@ int member_open(const member_opts *o, member **out, char *err, size_t errlen)
         rc = -ENOMEM;
         goto fail;
     }
+    /* rows here of a slot another node loaded since are stale */
+    if (o->suspect != NULL && o->orphaned != NULL)
+        o->suspect(o->hook_arg, m->slots, m->orphaned);
     if (o->store_dir != NULL && o->store_dir[0] != '\0') {
         key(m, k, "stores");
         rc = redis_cmd(m->rc, &r, "HSET", k, m->id, o->store_dir, NULL);
@@ -253,6 +262,16 @@ static int coordinate(member *m)
     uint32_t *owner = NULL;
     size_t n = 0;
     int rc;
+    /* a finished crawl's map stays: a node that exited first (its leases
+     * released, nothing handed over) would else have its slots taken, and
+     * their rows rescued from its store, by the nodes still exiting */
+    key(m, k, "done");
+    rc = redis_cmd(m->rc, &cur, "EXISTS", k, NULL);
+    bool done = rc == 0 && redis_reply_int(cur) == 1;
+    redis_reply_free(cur);
+    cur = NULL;
+    if (rc < 0 || done)
+        goto out;
     key(m, k, "members");
     rc = redis_cmd(m->rc, &mem, "SMEMBERS", k, NULL);
     if (rc < 0)
@@ -426,7 +445,7 @@ static void set_local(member *m, uint32_t s)
  * goes with the checkpoint recorded. */
 static int release(member *m, uint32_t s)
 {
-    char k[KEY_MAX], ck[KEY_MAX], tk[KEY_MAX], ckpt[4096] = "", ep[24], sn[12];
+    char k[KEY_MAX], ck[KEY_MAX], tk[KEY_MAX], hk[KEY_MAX], ckpt[4096] = "", ep[24], sn[12];
     atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
     atomic_store(&m->local[s], false);
     /* Never loaded: this node has no rows of the slot, and the record
@@ -444,11 +463,12 @@ static int release(member *m, uint32_t s)
     slot_key(m, k, s);
     ckpt_key(m, ck, s);
     key(m, tk, "ckpts");
+    key(m, hk, "holder");
     snprintf(ep, sizeof ep, "%llu", (unsigned long long)m->info.epoch);
     snprintf(sn, sizeof sn, "%u", s);
     redis_reply *r = NULL;
-    const char *argv[] = { "EVAL", HAND_OVER, "3", k, ck, tk, m->id, ckpt, ep, sn };
-    int rc = redis_cmdv(m->rc, 10, argv, NULL, &r);
+    const char *argv[] = { "EVAL", HAND_OVER, "4", k, ck, tk, hk, m->id, ckpt, ep, sn };
+    int rc = redis_cmdv(m->rc, 11, argv, NULL, &r);
     bool gone = rc == 0 && redis_reply_int(r) == 1;
     redis_reply_free(r);
     if (rc == 0) {
@@ -458,8 +478,23 @@ static int release(member *m, uint32_t s)
         m->info.held--;
         if (gone && ckpt[0] != '\0')
             m->info.handed_over++;
-        if (gone && !pass_on && m->o.released != NULL)
-            m->o.released(m->o.hook_arg, s);
+        /* a drop that fails is retried as an orphan's: once the holder
+         * record names the node that loaded the checkpoint */
+        if (gone && !pass_on && m->o.released != NULL &&
+            m->o.released(m->o.hook_arg, s) < 0 && m->o.orphaned != NULL)
+            m->orphaned[s] = true;
+        if (!gone && !pass_on) {
+            /* another node took the slot after the lease ran out: it
+             * rescues the rows from this store (the holder here), and
+             * then they are dropped here as an orphan's; the export is
+             * nobody's */
+            m->info.lost++;
+            m->info.stranded++;
+            if (m->o.stranded != NULL)
+                m->o.stranded(m->o.hook_arg, s, ckpt);
+            if (m->o.orphaned != NULL)
+                m->orphaned[s] = true;
+        }
     }
     return rc;
 }
@@ -604,14 +639,28 @@ static int take_and_release(member *m)
 {
     char k[KEY_MAX];
     int rc = 0;
+    /* Hand-overs and loads copy rows: past a quarter lease in this tick
+     * the rest waits for the next ones, so that the leases this node
+     * holds are renewed in between (a node handing many slots over at
+     * once let them run out, and the others then rescued them) */
+    int64_t t0 = cr_mono_ms(), budget = m->o.lease_ms / 4;
     for (uint32_t s = 0; s < m->slots && rc == 0; s++) {
+        bool late = cr_mono_ms() - t0 > budget;
         if (m->orphaned[s] && (!m->held[s] || m->unloaded[s]))
             rc = settle_orphan(m, s);
         if (rc < 0) {
             continue;
+        } else if (late && m->held[s] != m->wanted[s]) {
+            if (m->held[s]) { /* released from the next tick, as a first release */
+                atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+                atomic_store(&m->local[s], false);
+                m->leaving[s] = !m->unloaded[s];
+            }
+        } else if (late && m->held[s] && m->unloaded[s]) {
+            /* loaded next tick */
         } else if (m->held[s] && !m->wanted[s]) {
             rc = release(m, s);
-        } else if (!m->held[s] && m->wanted[s]) {
+        } else if (!m->held[s] && m->wanted[s] && !m->ended) {
             slot_key(m, k, s);
             int64_t sent = cr_mono_ms();
             redis_reply *r = NULL;
@@ -740,6 +789,11 @@ out:
         m->info.error[0] = '\0';
     }
     return rc;
+}
+
+void member_end(member *m)
+{
+    m->ended = true;
 }
 
 int member_depart(member *m)

@@ -69,13 +69,19 @@ typedef struct member_opts {
      * rows are in the checkpoint file named in ckpt ("" for none), 0 not
      * yet, < 0 failed; asked again every tick until 1, the slot kept.
      * released: the lease is gone and the checkpoint recorded in
-     * P"ckpt:N": the rows may be dropped.
+     * P"ckpt:N": the rows may be dropped; 0 once they are, < 0 failed
+     * (then dropped as an orphan's, see orphaned). A lease that ran out
+     * during the hand-over counts as released while nobody took the slot
+     * since. stranded: another node took it meanwhile: the checkpoint in
+     * ckpt is not recorded (nobody loads it), and the rows here are an
+     * orphan's (that node rescues them from this store).
      * load: a slot taken while P"ckpt:N" names a checkpoint: 0 once its
      * rows are loaded; else asked again every tick, and meanwhile the slot
      * is held but neither fetched nor read. loaded: the record is deleted
      * (the file may go). */
     int (*handover)(void *arg, uint32_t slot, char *ckpt /* OUT */, size_t cap);
-    void (*released)(void *arg, uint32_t slot);
+    int (*released)(void *arg, uint32_t slot);
+    void (*stranded)(void *arg, uint32_t slot, const char *ckpt);
     int (*load)(void *arg, uint32_t slot, const char *ckpt);
     void (*loaded)(void *arg, uint32_t slot, const char *ckpt);
     /* A node gone for good (see "A node gone for good" above).
@@ -93,6 +99,13 @@ typedef struct member_opts {
      * drop them. 0 once done, else asked again every tick (the slot is not
      * taken back meanwhile). NULL: kept (used only with store_dir). */
     int (*orphaned)(void *arg, uint32_t slot);
+    /* suspect: at member_open, out[s] = true for each of the slots this
+     * store holds rows of. Such a slot is treated as an orphan from the
+     * start: its rows are dropped once P"holder" names another node (it
+     * was handed over and this node crashed before the drop, or another
+     * node rescued it while this one was down), kept once this node takes
+     * the lease while P"holder" names it. NULL: none. */
+    void (*suspect)(void *arg, uint32_t slots, bool *out /* OUT */);
     void *hook_arg;
 } member_opts;
 
@@ -111,8 +124,14 @@ typedef struct member_info {
     uint64_t loads;        /* checkpoints loaded */
     uint64_t rescues;      /* slots loaded from the store of a node gone for good */
     uint64_t orphans_dropped; /* lost slots whose stale rows here were dropped */
+    uint64_t stranded;     /* hand-overs that found another node holding the slot */
     char error[256];       /* the last Redis error, "" when up */
 } member_info;
+
+/* The whole crawl is over: from now on no slot is taken (a node that
+ * exited first leaves its slots to the map, and taking them would only
+ * rescue a finished crawl's rows from its store). */
+void member_end(member *m);
 
 /* Connects and joins (node lease, members set, the crawl's slot count).
  * 0 and *out, or a negative errno with why in err. Caller owns *out; free

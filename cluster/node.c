@@ -108,6 +108,7 @@ static void check_end(node *n)
     if (quiet_publish(n->q, idle, gen) < 0)
         return;
     if (quiet_check(n->q) == 1) {
+        member_end(n->m);
         atomic_store(&n->ended, true);
         if (n->o.ended)
             n->o.ended(n->o.end_arg);

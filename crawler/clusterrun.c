@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cluster/member.h"
+#include "cluster/slotmap.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "storage/db.h"
@@ -54,6 +55,31 @@ static int pick_host(void *arg, const char *host, size_t len)
 {
     slot_pick *p = arg;
     return node_slot_of(p->r->n, host, len) == p->slot;
+}
+
+/* Which slots this store holds rows of: those of the hosts the frontier
+ * read from it at the start (crawl_slot_busy visits every known host with
+ * the pick, which here only notes each host's slot and picks none). */
+typedef struct slot_rows {
+    uint32_t slots;
+    bool *out;
+} slot_rows;
+
+static int note_slot(void *arg, const char *host, size_t len)
+{
+    slot_rows *sr = arg;
+    sr->out[slotmap_slot_of(host, len, sr->slots)] = true;
+    return 0;
+}
+
+/* member's suspect hook, at the start: rows of a slot here are stale if
+ * another node loaded it since (a crash between a release and its drop,
+ * or a slot the others took by rescue while this node was down). */
+static void suspect(void *arg, uint32_t slots, bool *out)
+{
+    clusterrun *r = arg;
+    slot_rows sr = { slots, out };
+    crawl_slot_busy(r->c, note_slot, &sr);
 }
 
 /* The old owner: drained (no fetch of the slot in flight, the outbox
@@ -100,18 +126,47 @@ static int handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
     return 1;
 }
 
+#ifdef CRAWLD_FAULT_HOOKS
+static int fault_armed(void *arg);
+static void faulted(void *arg);
+#endif
+
 /* The old owner, once the lease is gone with the checkpoint recorded. */
-static void released(void *arg, uint32_t slot)
+static int released(void *arg, uint32_t slot)
 {
     clusterrun *r = arg;
     slot_pick p = { r, slot };
     char err[512];
     int64_t rows = 0;
     if (r->cfg->cluster.shared_dir[0] == '\0')
-        return; /* without a checkpoint the rows are the only copy */
-    if (crawl_slot_drop(r->c, pick_host, &p, &rows, err, sizeof err) < 0)
+        return 0; /* without a checkpoint the rows are the only copy */
+#ifdef CRAWLD_FAULT_HOOKS
+    /* CRAWLD_CLUSTER_FAULT=after-release: dies between the release and the drop */
+    const char *e = getenv("CRAWLD_CLUSTER_FAULT");
+    if (e != NULL && strcmp(e, "after-release") == 0 && fault_armed(r))
+        faulted(r);
+#endif
+    int rc = crawl_slot_drop(r->c, pick_host, &p, &rows, err, sizeof err);
+    if (rc < 0) {
         fprintf(r->log, "crawld: cluster: slot %u was handed over but dropping its rows here"
-                        " failed (%s): they stay, never fetched\n", slot, err);
+                        " failed (%s): they are dropped once its new owner has loaded it\n",
+                slot, err);
+        return rc;
+    }
+    return 0;
+}
+
+/* The old owner, whose lease ran out during the hand-over and whose slot
+ * another node took meanwhile: that node rescues the rows from this store
+ * (the orphaned hook drops them here then); the export is nobody's. */
+static void stranded(void *arg, uint32_t slot, const char *ckpt)
+{
+    clusterrun *r = arg;
+    if (ckpt[0] != '\0')
+        unlink(ckpt);
+    fprintf(r->log, "crawld: cluster: slot %u: its lease ran out during the hand-over and another"
+                    " node took it: the checkpoint is removed, the rows here are dropped once"
+                    " that node has rescued them\n", slot);
 }
 
 /* A slot this node lost (fenced: paused past the grace), rescued since by
@@ -130,9 +185,10 @@ static int orphaned(void *arg, uint32_t slot)
     int rc = crawl_slot_drop(r->c, pick_host, &p, &rows, err, sizeof err);
     if (rc < 0 && rc != -EBUSY)
         say_failure(r, slot, "dropping the rows of a slot lost to another node failed", err);
-    if (rc == 0)
-        fprintf(r->log, "crawld: cluster: slot %u was lost to another node, which rescued it:"
+    if (rc == 0) {
+        fprintf(r->log, "crawld: cluster: slot %u was lost to another node, which loaded it:"
                         " its %lld rows here are dropped\n", slot, (long long)rows);
+    }
     return rc;
 }
 
@@ -360,6 +416,8 @@ static int fault_from_env(void)
         return XCHG_FAULT_AFTER_APPLY;
     if (strcmp(e, "after-xadd") == 0)
         return XCHG_FAULT_AFTER_XADD;
+    if (strcmp(e, "after-release") == 0)
+        return XCHG_FAULT_NONE; /* the released hook's */
     fprintf(stderr, "crawld: CRAWLD_CLUSTER_FAULT=%.100s: not after-apply or after-xadd,"
                     " ignored\n", e);
     return XCHG_FAULT_NONE;
@@ -429,9 +487,9 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
         .member = { .redis = cfg->cluster.redis, .crawl_id = cfg->cluster.crawl_id,
                     .node_id = r->node_id, .slots = (uint32_t)cfg->cluster.slots,
                     .lease_ms = cfg->cluster.lease_ms, .grace_ms = cfg->cluster.grace_ms,
-                    .handover = handover, .released = released, .load = load,
-                    .loaded = loaded, .store_dir = r->store, .rescue = rescue,
-                    .orphaned = orphaned, .hook_arg = r },
+                    .handover = handover, .released = released, .stranded = stranded,
+                    .load = load, .loaded = loaded, .store_dir = r->store, .rescue = rescue,
+                    .orphaned = orphaned, .suspect = suspect, .hook_arg = r },
         .outbox = r->ob, .apply = apply, .apply_arg = r,
         .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,
     };

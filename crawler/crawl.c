@@ -1634,12 +1634,44 @@ int crawl_slot_busy(crawl *c, db_host_pick_fn pick, void *arg)
 int crawl_slot_export(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
                       int64_t *rows, char *err, size_t errlen)
 {
+    slot_hosts sh = { .pick = pick, .arg = arg };
     *rows = 0;
     if (db_flush(c->d) < 0) {
         snprintf(err, errlen, "the store could not commit what it holds");
         return -EIO;
     }
-    return db_slot_export(c->d, path, c->cfg->cluster.crawl_id, pick, arg, rows, err, errlen);
+    /* the hosts' politeness state travels too: next request, rules, pages */
+    frontier_foreach_host(c->fr, slot_host_cb, &sh);
+    frontier_host_state *fs = cr_calloc(sh.n ? sh.n : 1, sizeof *fs);
+    db_slot_host *hs = cr_calloc(sh.n ? sh.n : 1, sizeof *hs);
+    int rc = sh.oom || fs == NULL || hs == NULL ? -ENOMEM : 0;
+    int64_t mono = mono_ms(), wall = cr_wall_ms();
+    size_t n = 0;
+    for (size_t i = 0; i < sh.n && rc == 0; i++) {
+        int g = frontier_host_state_get(c->fr, sh.v[i], mono, &fs[n]);
+        if (g == -ENOENT)
+            continue;
+        rc = g;
+        hs[n] = (db_slot_host){ .host = sh.v[i], .next_at = wall + fs[n].wait_ms,
+                                .paused_until = fs[n].paused_ms > 0 ? wall + fs[n].paused_ms : 0,
+                                .last_ms = fs[n].last_ms, .pages = fs[n].pages,
+                                .robots_status = fs[n].robots_status,
+                                .robots_text = fs[n].robots_text,
+                                .robots_len = fs[n].robots_len,
+                                .robots_expires = wall + fs[n].robots_fresh_ms };
+        n += rc == 0;
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    else
+        rc = db_slot_export_hosts(c->d, path, c->cfg->cluster.crawl_id, pick, arg, hs, n, rows,
+                                  err, errlen);
+    for (size_t i = 0; fs != NULL && i < n; i++)
+        frontier_host_state_free(&fs[i]);
+    cr_free(fs);
+    cr_free(hs);
+    slot_hosts_release(&sh);
+    return rc;
 }
 
 static void forget_id(void *arg, int64_t id)
@@ -1698,13 +1730,44 @@ static int slot_wake_cb(void *ud, const char *host, size_t host_len,
     return sl->rc < 0 ? sl->rc : 0;
 }
 
+/* A host state of the checkpoint into the frontier, its times made this
+ * process's (1 ms more: both clocks are read in whole ms). */
+static int slot_host_state_cb(void *ud, const db_slot_host *h)
+{
+    slot_load *sl = ud;
+    if (!sl->pick(sl->arg, h->host, strlen(h->host)))
+        return 0;
+    int64_t mono = mono_ms(), wall = cr_wall_ms();
+    frontier_host_state st = {
+        .wait_ms = h->next_at > wall ? h->next_at - wall + 1 : 0,
+        .paused_ms = h->paused_until > wall ? h->paused_until - wall + 1 : 0,
+        .last_ms = h->last_ms,
+        .pages = h->pages,
+        .robots_status = h->robots_status,
+        .robots_text = (char *)h->robots_text,
+        .robots_len = h->robots_text != NULL ? h->robots_len : 0,
+        .robots_fresh_ms = h->robots_expires - wall,
+    };
+    sl->rc = frontier_host_state_set(sl->c->fr, h->host, &st, mono);
+    return sl->rc < 0 ? sl->rc : 0;
+}
+
 int crawl_slot_import(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
                       int64_t *rows, char *err, size_t errlen)
 {
     int64_t mark = 0, n = -EIO;
     slot_load sl = { c, pick, arg, 0 };
+    /* the hosts' politeness state first: no request before it allows */
+    int rc = db_slot_hosts(path, slot_host_state_cb, &sl, err, errlen);
+    if (rc == 0 && sl.rc < 0) {
+        snprintf(err, errlen, "%s: the hosts' politeness state could not be set (%s)", path,
+                 strerror(-sl.rc));
+        rc = sl.rc;
+    }
+    if (rc < 0)
+        return rc;
     pthread_mutex_lock(&c->slot_mu);
-    int rc = db_slot_import(c->d, path, c->cfg->cluster.crawl_id, &mark, rows, err, errlen);
+    rc = db_slot_import(c->d, path, c->cfg->cluster.crawl_id, &mark, rows, err, errlen);
     db_reader *rd = rc == 0 ? db_reader_open(c->d, err, errlen) : NULL;
     /* the rows are committed: now the Bloom filter may vouch for them */
     if (rd != NULL)

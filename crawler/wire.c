@@ -100,6 +100,8 @@ void wire_frontier_opts(const crawl_config *c, frontier_opts *out)
     out->max_in_memory = c->frontier.max_in_memory;
     out->max_pages = c->crawl.max_pages;
     out->max_pages_per_host = c->crawl.max_pages_per_host;
+    /* a cluster node's rules travel with the host's slot (crawl_slot_export) */
+    out->keep_robots_text = c->cluster.redis[0] != '\0';
 }
 
 void wire_scope_opts(const crawl_config *c, scope_opts *out)

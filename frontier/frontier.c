@@ -277,6 +277,7 @@ static void host_free(fhost *h)
         entry_free(&h->retry[i]);
     cr_free(h->retry);
     robots_free(h->rules);
+    cr_free(h->robots_text);
     cr_free(h->origin);
     cr_free(h->name);
     cr_free(h);
@@ -1260,6 +1261,7 @@ int frontier_robots_done(frontier *f, frontier_job *job, const frontier_outcome 
                          const char *body, size_t len, int64_t now)
 {
     robots *r = NULL, *unused = NULL;
+    char *text = NULL, *old_text = NULL;
     fhost *h;
     bool unreachable;
     int rc = 0;
@@ -1271,12 +1273,22 @@ int frontier_robots_done(frontier *f, frontier_job *job, const frontier_outcome 
         r = robots_for_status(o->status, body, len, f->agent, (size_t)f->o.robots_max_bytes);
         if (r == NULL)
             rc = -ENOMEM; /* counts as a failed fetch */
+        if (r != NULL && f->o.keep_robots_text) {
+            size_t keep = len < (size_t)f->o.robots_max_bytes ? len : (size_t)f->o.robots_max_bytes;
+            text = cr_malloc(keep + 1);
+            if (text != NULL) {
+                memcpy(text, body != NULL ? body : "", keep);
+                text[keep] = '\0';
+                len = keep;
+            }
+        }
     }
     pthread_mutex_lock(&f->lock);
     h = host_find(f, job->host);
     if (h == NULL || !h->robots_fetching) {
         pthread_mutex_unlock(&f->lock);
         robots_free(r);
+        cr_free(text);
         return -EINVAL;
     }
     if (now < f->now)
@@ -1292,6 +1304,11 @@ int frontier_robots_done(frontier *f, frontier_job *job, const frontier_outcome 
     if (r != NULL) {
         unused = h->rules;
         h->rules = r;
+        old_text = h->robots_text;
+        h->robots_text = text; /* NULL (not kept, or no memory): not passed on */
+        h->robots_len = text != NULL ? len : 0;
+        h->robots_status = text != NULL ? o->status : 0;
+        text = NULL;
         h->crawl_delay = robots_crawl_delay_ms(r);
         h->robots_expires = now + f->o.robots_cache_s * 1000;
         h->robots_fails = 0;
@@ -1302,8 +1319,10 @@ int frontier_robots_done(frontier *f, frontier_job *job, const frontier_outcome 
         if (h->robots_fails >= f->o.max_attempts) {
             /* RFC 9309 §2.3.1.4: unreachable means disallow all; a host
              * with earlier rules keeps them (§2.4) */
-            if (h->rules == NULL)
+            if (h->rules == NULL) {
                 h->rules = robots_disallow_all();
+                h->robots_status = h->rules != NULL && f->o.keep_robots_text ? -1 : 0;
+            }
             if (h->rules != NULL) {
                 h->robots_expires = now + f->o.robots_cache_s * 1000;
                 h->robots_fails = 0;
@@ -1322,6 +1341,8 @@ int frontier_robots_done(frontier *f, frontier_job *job, const frontier_outcome 
     host_touch(f, h);
     pthread_mutex_unlock(&f->lock);
     robots_free(unused);
+    cr_free(old_text);
+    cr_free(text);
     cr_free(job->url);
     memset(job, 0, sizeof(*job));
     return rc;
@@ -1450,6 +1471,121 @@ void frontier_forget_id(frontier *f, int64_t id)
     pthread_mutex_lock(&f->lock);
     idset_clear(&f->known, id);
     pthread_mutex_unlock(&f->lock);
+}
+
+int frontier_host_state_get(frontier *f, const char *host, int64_t now,
+                            frontier_host_state *out)
+{
+    int rc = 0;
+    memset(out, 0, sizeof *out);
+    out->last_ms = -1;
+    pthread_mutex_lock(&f->lock);
+    fhost *h = host_find(f, host);
+    if (h == NULL) {
+        rc = -ENOENT;
+    } else {
+        out->wait_ms = max64(h->next_ok - now, 0);
+        out->paused_ms = max64(h->paused_until - now, 0);
+        out->last_ms = h->last_ms;
+        out->pages = h->pages;
+        if (h->rules != NULL && h->robots_status != 0 && h->robots_expires > now) {
+            out->robots_fresh_ms = h->robots_expires - now;
+            out->robots_status = h->robots_status;
+            if (h->robots_text != NULL) {
+                out->robots_text = cr_malloc(h->robots_len + 1);
+                if (out->robots_text == NULL) {
+                    rc = -ENOMEM;
+                } else {
+                    memcpy(out->robots_text, h->robots_text, h->robots_len + 1);
+                    out->robots_len = h->robots_len;
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&f->lock);
+    if (rc < 0)
+        frontier_host_state_free(out);
+    return rc;
+}
+
+int frontier_host_state_set(frontier *f, const char *host, const frontier_host_state *st,
+                            int64_t now)
+{
+    robots *r = NULL, *unused = NULL;
+    char *text = NULL, *old_text = NULL;
+    int rc = 0;
+    if (f == NULL || host == NULL || st == NULL || st->wait_ms < 0 || st->paused_ms < 0 ||
+        (st->robots_text == NULL && st->robots_len > 0))
+        return -EINVAL;
+    bool rules = f->o.obey_robots && st->robots_status != 0 && st->robots_fresh_ms > 0;
+    if (rules) { /* parsed outside the lock, as a fetched one */
+        r = st->robots_status < 0
+                ? robots_disallow_all()
+                : robots_for_status(st->robots_status, st->robots_text, st->robots_len,
+                                    f->agent, (size_t)f->o.robots_max_bytes);
+        if (r != NULL && st->robots_status > 0 && f->o.keep_robots_text) {
+            text = cr_malloc(st->robots_len + 1);
+            if (text != NULL) {
+                memcpy(text, st->robots_text != NULL ? st->robots_text : "", st->robots_len);
+                text[st->robots_len] = '\0';
+            }
+        }
+        if (r == NULL || (text == NULL && st->robots_status > 0 && f->o.keep_robots_text)) {
+            robots_free(r);
+            cr_free(text);
+            return -ENOMEM;
+        }
+    }
+    pthread_mutex_lock(&f->lock);
+    fhost *h = host_get(f, host);
+    if (h == NULL) {
+        rc = -ENOMEM;
+    } else {
+        if (now < f->now)
+            now = f->now;
+        h->next_ok = max64(h->next_ok, now + st->wait_ms);
+        h->paused_until = max64(h->paused_until, now + (st->paused_ms > 0 ? st->paused_ms : 0));
+        if (h->last_ms < 0)
+            h->last_ms = st->last_ms;
+        if (st->pages > h->pages) {
+            f->st.pages += st->pages - h->pages;
+            h->pages = st->pages;
+            if (f->o.max_pages_per_host > 0 && h->pages >= f->o.max_pages_per_host)
+                h->capped = true;
+        }
+        /* rules fresher than what this node has, unless it is fetching its own */
+        if (r != NULL && !h->robots_fetching &&
+            (h->rules == NULL || h->robots_expires < now + st->robots_fresh_ms)) {
+            unused = h->rules;
+            old_text = h->robots_text;
+            h->rules = r;
+            h->robots_text = text;
+            h->robots_len = text != NULL ? st->robots_len : 0;
+            h->robots_status = st->robots_status < 0 || text != NULL ? st->robots_status : 0;
+            h->crawl_delay = robots_crawl_delay_ms(r);
+            h->robots_expires = now + st->robots_fresh_ms;
+            h->robots_fails = 0;
+            h->robots_retry_at = 0;
+            r = NULL;
+            text = NULL;
+        }
+        host_touch(f, h);
+    }
+    pthread_mutex_unlock(&f->lock);
+    robots_free(r);
+    robots_free(unused);
+    cr_free(text);
+    cr_free(old_text);
+    return rc;
+}
+
+void frontier_host_state_free(frontier_host_state *st)
+{
+    if (st == NULL)
+        return;
+    cr_free(st->robots_text);
+    st->robots_text = NULL;
+    st->robots_len = 0;
 }
 
 void frontier_resume(frontier *f)

@@ -113,6 +113,9 @@ typedef struct frontier_opts {
     int64_t max_in_memory;      /* URLs held in memory in all, >= 1 */
     int64_t max_pages;          /* distinct URLs handed out in all; 0 = no limit */
     int64_t max_pages_per_host; /* 0 = no limit */
+    bool keep_robots_text;      /* keep each host's robots.txt body beside its
+                                   rules (cluster mode: the rules travel with
+                                   the host's slot); costs its size per host */
 } frontier_opts;
 
 /* crawl.toml's defaults: robots on (agent "crawld"), 512000 bytes, 24 h
@@ -253,6 +256,35 @@ int frontier_wake_host(frontier *f, const char *host);
  * away): its bit in the known set is cleared, so a new row that gets the
  * id again is read. */
 void frontier_forget_id(frontier *f, int64_t id);
+
+/* A host's politeness state, to travel with its slot to another node.
+ * Times are spans from now_ms (the frontier has no wall clock: the caller
+ * converts for the other process). */
+typedef struct frontier_host_state {
+    int64_t wait_ms;          /* until its next request may start, >= 0 */
+    int64_t paused_ms;        /* until a Retry-After or failure pause ends, >= 0 */
+    int64_t last_ms;          /* its latest response time; -1 none */
+    int64_t pages;            /* distinct URLs handed out (max_pages_per_host) */
+    int robots_status;        /* 0: no rules passed on; else the status the
+                                 rules came from (-1: disallow all, after
+                                 robots.txt stayed unreachable) */
+    char *robots_text;        /* that robots.txt body, robots_len bytes */
+    size_t robots_len;
+    int64_t robots_fresh_ms;  /* how long the rules stay fresh, > 0 */
+} frontier_host_state;
+
+/* frontier_host_state_get: host's state at now_ms into out (rules only
+ * with keep_robots_text and while fresh); out->robots_text is the
+ * caller's (frontier_host_state_free). 0, -ENOENT for an unknown host,
+ * -ENOMEM. frontier_host_state_set: a host arriving with its slot takes
+ * st at now_ms: its next request no sooner than st allows, the rules
+ * unless it has fresher ones (they are parsed again here), the larger
+ * page count. Creates the host. 0, -EINVAL, or -ENOMEM (nothing set). */
+int frontier_host_state_get(frontier *f, const char *host, int64_t now_ms,
+                            frontier_host_state *out);
+int frontier_host_state_set(frontier *f, const char *host, const frontier_host_state *st,
+                            int64_t now_ms);
+void frontier_host_state_free(frontier_host_state *st);
 
 typedef struct frontier_stats {
     int64_t mem_entries;      /* URLs held in memory (queues and retries) */

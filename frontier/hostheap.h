@@ -47,6 +47,9 @@ typedef struct fhost {
     int robots_fails;
     int64_t robots_expires, robots_retry_at;
     long crawl_delay;
+    char *robots_text;       /* the body the rules came from (keep_robots_text) */
+    size_t robots_len;
+    int robots_status;       /* its HTTP status; -1 disallow all; 0 none kept */
 
     int fail_streak, fail_pauses;
     bool given_up, capped;

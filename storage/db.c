@@ -3066,9 +3066,41 @@ static int fsync_path(const char *path)
     return rc;
 }
 
-/* db_slot_export from the store file src. */
+#define SLOT_HOST_COLS \
+    "host, next_at, paused_until, last_ms, pages, robots_status, robots_text, robots_expires"
+
+/* hosts[0..n) into ck.hosts (in the export's transaction). */
+static int slot_put_hosts(sqlite3 *c, const db_slot_host *hosts, size_t n)
+{
+    sqlite3_stmt *s = NULL;
+    int step = sqlite3_exec(c, "CREATE TABLE ck.hosts(" SLOT_HOST_COLS ")", NULL, NULL, NULL);
+    if (step == SQLITE_OK && n > 0)
+        step = sqlite3_prepare_v2(c, "INSERT INTO ck.hosts VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                  -1, &s, NULL);
+    for (size_t i = 0; step == SQLITE_OK && i < n; i++) {
+        const db_slot_host *h = &hosts[i];
+        sqlite3_bind_text(s, 1, h->host, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 2, h->next_at);
+        sqlite3_bind_int64(s, 3, h->paused_until);
+        sqlite3_bind_int64(s, 4, h->last_ms);
+        sqlite3_bind_int64(s, 5, h->pages);
+        sqlite3_bind_int(s, 6, h->robots_status);
+        if (h->robots_text != NULL)
+            sqlite3_bind_blob64(s, 7, h->robots_text, h->robots_len, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(s, 7);
+        sqlite3_bind_int64(s, 8, h->robots_expires);
+        step = sqlite3_step(s);
+        step = step == SQLITE_DONE ? sqlite3_reset(s) : step;
+    }
+    sqlite3_finalize(s);
+    return step;
+}
+
+/* db_slot_export from the store file src (with hosts[0..n)). */
 static int slot_export(const char *src, const char *path, const char *crawl,
-                       db_host_pick_fn pick, void *arg, int64_t *rows, char *err, size_t errlen)
+                       db_host_pick_fn pick, void *arg, const db_slot_host *hosts, size_t nhosts,
+                       int64_t *rows, char *err, size_t errlen)
 {
     char tmp[4200], dir[4200];
     slot_pick p = { pick, arg };
@@ -3101,6 +3133,9 @@ static int slot_export(const char *src, const char *path, const char *crawl,
                                " WHERE crawld_pick(host)", NULL, NULL, NULL);
     if (step == SQLITE_OK)
         *rows = sqlite3_changes(c);
+    what = "copying the slot's host states";
+    if (step == SQLITE_OK)
+        step = slot_put_hosts(c, hosts, nhosts);
 #ifdef CRAWLD_FAULT_HOOKS
     if (step == SQLITE_OK && getenv("CRAWLD_FAULT_SLOT_EXPORT") != NULL)
         step = SQLITE_FULL; /* a shared folder that fills up during the copy */
@@ -3139,7 +3174,49 @@ static int slot_export(const char *src, const char *path, const char *crawl,
 int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn pick, void *arg,
                    int64_t *rows, char *err, size_t errlen)
 {
-    return slot_export(d->path, path, crawl, pick, arg, rows, err, errlen);
+    return slot_export(d->path, path, crawl, pick, arg, NULL, 0, rows, err, errlen);
+}
+
+int db_slot_export_hosts(db *d, const char *path, const char *crawl, db_host_pick_fn pick,
+                         void *arg, const db_slot_host *hosts, size_t n, int64_t *rows,
+                         char *err, size_t errlen)
+{
+    return slot_export(d->path, path, crawl, pick, arg, hosts, n, rows, err, errlen);
+}
+
+int db_slot_hosts(const char *path, db_slot_host_fn cb, void *arg, char *err, size_t errlen)
+{
+    sqlite3 *c = NULL;
+    sqlite3_stmt *s = NULL;
+    int64_t have = 0;
+    int rc = open_conn(path, SQLITE_OPEN_READONLY, &c, err, errlen);
+    if (rc < 0)
+        return rc;
+    int step = slot_step(c, "SELECT count(*) FROM sqlite_master WHERE name = 'hosts'", NULL, NULL,
+                         &have);
+    if (step == SQLITE_OK && have > 0)
+        step = sqlite3_prepare_v2(c, "SELECT " SLOT_HOST_COLS " FROM hosts", -1, &s, NULL);
+    while (step == SQLITE_OK && s != NULL && (step = sqlite3_step(s)) == SQLITE_ROW) {
+        db_slot_host h = {
+            .host = (const char *)sqlite3_column_text(s, 0),
+            .next_at = sqlite3_column_int64(s, 1),
+            .paused_until = sqlite3_column_int64(s, 2),
+            .last_ms = sqlite3_column_int64(s, 3),
+            .pages = sqlite3_column_int64(s, 4),
+            .robots_status = sqlite3_column_int(s, 5),
+            .robots_text = sqlite3_column_blob(s, 6),
+            .robots_len = (size_t)sqlite3_column_bytes(s, 6),
+            .robots_expires = sqlite3_column_int64(s, 7),
+        };
+        step = h.host == NULL || cb(arg, &h) == 0 ? SQLITE_OK : SQLITE_DONE;
+    }
+    if (step != SQLITE_OK && step != SQLITE_DONE) {
+        sql_msg(err, errlen, path, "reading the slot's host states", c, step);
+        rc = sql_errno(step);
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(c);
+    return rc;
 }
 
 int db_slot_export_store(const char *state_dir, const char *path, const char *crawl,
@@ -3158,7 +3235,7 @@ int db_slot_export_store(const char *state_dir, const char *path, const char *cr
         cr_errf(err, errlen, "%s: %s", src, strerror(e));
         return -e;
     }
-    return slot_export(src, path, crawl, pick, arg, rows, err, errlen);
+    return slot_export(src, path, crawl, pick, arg, NULL, 0, rows, err, errlen);
 }
 
 int db_slot_lost(const char *path, const int64_t *ids, const int *attempts, size_t n,

@@ -509,6 +509,28 @@ typedef int (*db_host_pick_fn)(void *arg, const char *host, size_t host_len);
  * with *rows, or < 0 with err (path.tmp removed). OUT: rows */
 int db_slot_export(db *d, const char *path, const char *crawl, db_host_pick_fn pick, void *arg,
                    int64_t *rows, char *err, size_t errlen);
+/* A host's politeness state in a checkpoint (the frontier's, its times
+ * made wall-clock ms so that another process can read them). */
+typedef struct db_slot_host {
+    const char *host;
+    int64_t next_at;        /* its next request may start then */
+    int64_t paused_until;   /* a Retry-After or failure pause ends then */
+    int64_t last_ms;        /* its latest response time; -1 none */
+    int64_t pages;          /* URLs handed out (max_pages_per_host) */
+    int robots_status;      /* 0 none; the status its rules came from; -1 disallow all */
+    const char *robots_text;
+    size_t robots_len;
+    int64_t robots_expires; /* the rules are fresh until then */
+} db_slot_host;
+/* db_slot_export, and hosts[0..n) in the checkpoint's table hosts, in
+ * the same file and commit. */
+int db_slot_export_hosts(db *d, const char *path, const char *crawl, db_host_pick_fn pick,
+                         void *arg, const db_slot_host *hosts, size_t n, int64_t *rows,
+                         char *err, size_t errlen);
+/* Calls cb for each host state of the checkpoint at path (none in one
+ * written without them); a non-zero return stops. 0, or < 0 with err. */
+typedef int (*db_slot_host_fn)(void *arg, const db_slot_host *h);
+int db_slot_hosts(const char *path, db_slot_host_fn cb, void *arg, char *err, size_t errlen);
 /* db_slot_export from another node's store, state_dir/crawld.db (a node
  * gone for good, whose state_dir the others reach: shared storage): its
  * committed rows only, so a page it fetched without its outcome committed

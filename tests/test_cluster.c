@@ -1027,6 +1027,10 @@ typedef struct fake_side {
     const char *name;       /* in the checkpoints' names */
     int fail;
     int handovers, releases, loads, loaded;
+    redis_conn *c;          /* expire: the hand-over outlasts the lease ... */
+    int expire;             /* 1: it ran out; 2: and node-x took the slot */
+    int stranded, orphans;
+    int slow_ms;            /* each hand-over takes this long (a big export) */
     char bad[256];          /* a load of a path this side did not expect */
     char last[256];         /* the last checkpoint loaded */
 } fake_side;
@@ -1038,13 +1042,43 @@ static int fake_handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
         return -1;
     snprintf(ckpt, cap, "/shared/%s-slot%u.db", f->name, slot);
     f->handovers++;
+    if (f->slow_ms > 0)
+        nap_ms(f->slow_ms);
+    if (f->expire) {
+        char k[64], sn[12];
+        snprintf(k, sizeof k, "crawld:t:slot:%u", slot);
+        snprintf(sn, sizeof sn, "%u", slot);
+        redis_reply *r = NULL;
+        assert_int_equal(f->expire == 1 ? redis_cmd(f->c, &r, "DEL", k, NULL)
+                                        : redis_cmd(f->c, &r, "SET", k, "node-x", NULL),
+                         0);
+        redis_reply_free(r);
+    }
     return 1;
 }
 
-static void fake_released(void *arg, uint32_t slot)
+static void fake_stranded(void *arg, uint32_t slot, const char *ckpt)
+{
+    fake_side *f = arg;
+    char want[64];
+    snprintf(want, sizeof want, "/shared/%s-slot%u.db", f->name, slot);
+    if (strcmp(ckpt, want) != 0)
+        snprintf(f->bad, sizeof f->bad, "slot %u stranded %s", slot, ckpt);
+    f->stranded++;
+}
+
+static int fake_side_orphaned(void *arg, uint32_t slot)
+{
+    (void)slot;
+    ((fake_side *)arg)->orphans++;
+    return 0;
+}
+
+static int fake_released(void *arg, uint32_t slot)
 {
     (void)slot;
     ((fake_side *)arg)->releases++;
+    return 0;
 }
 
 static int fake_load(void *arg, uint32_t slot, const char *ckpt)
@@ -1178,6 +1212,117 @@ static void export_fails_the_old_owner_keeps_the_slot(void **state)
     member_info in;
     member_get_info(m[0], &in);
     assert_int_equal(in.handed_over, (uint64_t)moving);
+    free_two(m, c, d);
+}
+
+/* The old owner's lease runs out while it exports (a long export holds
+ * its ticks back). Nobody took the slot meanwhile: the checkpoint is
+ * recorded all the same and the new owner loads it. node-x took it: the
+ * export is stranded (said, with its path, and nobody's record), and the
+ * rows here are dropped once P"holder" names node-x (which rescued them). */
+static void a_lease_that_ran_out_during_the_handover(void **state)
+{
+    (void)state;
+    for (int expire = 1; expire <= 2; expire++) {
+        redisd *d = NULL;
+        redis_conn *c = redis_with_conn(&d);
+        const uint32_t slots = 16;
+        const char *names[2] = { "node-a", "node-b" };
+        fake_side fa = { .name = "a", .c = c }, fb = { .name = "b" };
+        member *m[2];
+        char err[256];
+        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[0],
+                          .slots = slots, .lease_ms = 5000, .handover = fake_handover,
+                          .released = fake_released, .stranded = fake_stranded,
+                          .load = fake_load, .loaded = fake_loaded,
+                          .orphaned = fake_side_orphaned, .hook_arg = &fa };
+        if (member_open(&o, &m[0], err, sizeof err) < 0)
+            fail_msg("member_open: %s", err);
+        assert_int_equal(settle(m, names, 1, slots), 0);
+        fa.expire = expire;
+        m[1] = join_with(d, names[1], slots, &fb);
+        tick_all(m, 2, 40);
+        uint32_t owner[16];
+        slotmap_assign(names, 2, slots, owner);
+        int moving = 0, recorded = 0;
+        for (uint32_t s = 0; s < slots; s++) {
+            char k[64];
+            snprintf(k, sizeof k, "crawld:t:ckpt:%u", s);
+            recorded += (int)hash_exists(c, k);
+            moving += owner[s] == 1;
+        }
+        assert_true(moving > 0);
+        assert_int_equal(fa.handovers, moving);
+        assert_string_equal(fa.bad, "");
+        assert_string_equal(fb.bad, "");
+        member_info in;
+        member_get_info(m[0], &in);
+        if (expire == 1) {
+            assert_int_equal(fa.releases, moving);
+            assert_int_equal(fa.stranded, 0);
+            assert_int_equal(fb.loads, moving); /* from the record */
+            assert_int_equal(recorded, 0);      /* loaded: deleted */
+            assert_int_equal(in.handed_over, (uint64_t)moving);
+            assert_int_equal(in.stranded, 0);
+        } else {
+            assert_int_equal(fa.releases, 0);
+            assert_int_equal(fa.stranded, moving);
+            assert_int_equal(fb.loads, 0);
+            assert_int_equal(recorded, 0); /* nobody's record */
+            assert_int_equal(in.stranded, (uint64_t)moving);
+            assert_int_equal(fa.orphans, 0); /* the holder is still node-a */
+            for (uint32_t s = 0; s < slots; s++) {
+                char sn[12];
+                snprintf(sn, sizeof sn, "%u", s);
+                redis_reply *r = NULL;
+                if (owner[s] == 1)
+                    assert_int_equal(redis_cmd(c, &r, "HSET", "crawld:t:holder", sn, "node-x",
+                                               NULL), 0);
+                redis_reply_free(r);
+            }
+            tick_all(m, 2, 3);
+            assert_int_equal(fa.orphans, moving); /* rescued there: dropped here */
+        }
+        free_two(m, c, d);
+    }
+}
+
+/* Slow hand-overs (60 ms each, a 200 ms lease, about 8 slots moving)
+ * are spread over ticks, so the node renews the leases it keeps in
+ * between: none is lost, every moving slot goes by its checkpoint. */
+static void slow_handovers_do_not_starve_the_renewals(void **state)
+{
+    (void)state;
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
+    const uint32_t slots = 16;
+    const char *names[2] = { "node-a", "node-b" };
+    fake_side fa = { .name = "a" }, fb = { .name = "b" };
+    member *m[2];
+    char err[256];
+    for (int i = 0; i < 2; i++) {
+        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
+                          .slots = slots, .lease_ms = 200, .handover = fake_handover,
+                          .released = fake_released, .load = fake_load, .loaded = fake_loaded,
+                          .hook_arg = i ? &fb : &fa };
+        if (member_open(&o, &m[i], err, sizeof err) < 0)
+            fail_msg("member_open: %s", err);
+        if (i == 0)
+            assert_int_equal(settle(m, names, 1, slots), 0);
+    }
+    fa.slow_ms = 60;
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    uint32_t owner[16];
+    slotmap_assign(names, 2, slots, owner);
+    int moving = 0;
+    for (uint32_t s = 0; s < slots; s++)
+        moving += owner[s] == 1;
+    assert_true(moving * 60 > 200); /* one tick for all of them would outlast the lease */
+    member_info in;
+    member_get_info(m[0], &in);
+    assert_int_equal(in.lost, 0);
+    assert_int_equal(in.handed_over, (uint64_t)moving);
+    assert_int_equal(fb.loads, moving);
     free_two(m, c, d);
 }
 
@@ -1431,6 +1576,81 @@ static void slot_rows_export_import_drop(void **state)
     assert_non_null(strstr(err, "not a checkpoint of crawl crawl-y"));
     snprintf(tmp, sizeof tmp, "%s/none.db", t.dir);
     assert_int_equal(db_slot_import(b, tmp, "crawl-x", &mark, &rows, err, sizeof err), -ENOENT);
+    two_stores_close(&t);
+}
+
+typedef struct got_hosts {
+    char host[4][16];
+    db_slot_host h[4];
+    char text[4][64];
+    size_t n;
+} got_hosts;
+
+static int note_host(void *arg, const db_slot_host *h)
+{
+    got_hosts *g = arg;
+    if (g->n == 4)
+        return 1;
+    snprintf(g->host[g->n], sizeof g->host[g->n], "%s", h->host);
+    g->h[g->n] = *h;
+    g->h[g->n].host = g->host[g->n];
+    assert_true(h->robots_len < sizeof g->text[g->n]);
+    if (h->robots_text != NULL)
+        memcpy(g->text[g->n], h->robots_text, h->robots_len);
+    g->h[g->n].robots_text = h->robots_text != NULL ? g->text[g->n] : NULL;
+    g->n++;
+    return 0;
+}
+
+/* The hosts' politeness state rides in the checkpoint, field by field;
+ * a checkpoint written without it (an older node's) has none. */
+static void slot_checkpoint_carries_host_state(void **state)
+{
+    (void)state;
+    two_stores t;
+    two_stores_open(&t, "slothosts");
+    char ck[96], err[512];
+    int64_t rows = 0;
+    snprintf(ck, sizeof ck, "%s/slot.db", t.dir);
+    const char body[] = "User-agent: *\nCrawl-delay: 3\n";
+    db_slot_host hs[2] = {
+        { .host = "h1", .next_at = 1700000001234, .paused_until = 0, .last_ms = 42, .pages = 7,
+          .robots_status = 200, .robots_text = body, .robots_len = strlen(body),
+          .robots_expires = 1700000090000 },
+        { .host = "h3", .next_at = 5, .paused_until = 1700000005000, .last_ms = -1, .pages = 0,
+          .robots_status = -1, .robots_expires = 1700000060000 },
+    };
+    assert_int_equal(db_slot_export_hosts(t.a, ck, "x", pick_odd, NULL, hs, 2, &rows, err,
+                                          sizeof err), 0);
+    assert_int_equal(rows, 6); /* the rows as db_slot_export */
+    got_hosts g;
+    memset(&g, 0, sizeof g);
+    assert_int_equal(db_slot_hosts(ck, note_host, &g, err, sizeof err), 0);
+    assert_int_equal(g.n, 2);
+    size_t i1 = strcmp(g.host[0], "h1") == 0 ? 0 : 1, i3 = 1 - i1;
+    assert_string_equal(g.host[i1], "h1");
+    assert_string_equal(g.host[i3], "h3");
+    assert_int_equal(g.h[i1].next_at, 1700000001234);
+    assert_int_equal(g.h[i1].last_ms, 42);
+    assert_int_equal(g.h[i1].pages, 7);
+    assert_int_equal(g.h[i1].robots_status, 200);
+    assert_int_equal(g.h[i1].robots_len, strlen(body));
+    assert_memory_equal(g.h[i1].robots_text, body, strlen(body));
+    assert_int_equal(g.h[i1].robots_expires, 1700000090000);
+    assert_int_equal(g.h[i3].paused_until, 1700000005000);
+    assert_int_equal(g.h[i3].last_ms, -1);
+    assert_int_equal(g.h[i3].robots_status, -1);
+    assert_null(g.h[i3].robots_text);
+    /* the rows still import as before */
+    int64_t mark = 0;
+    assert_int_equal(db_slot_import(t.b, ck, "x", &mark, &rows, err, sizeof err), 0);
+    assert_int_equal(rows, 6);
+    /* without host states: none */
+    assert_int_equal(unlink(ck), 0);
+    assert_int_equal(db_slot_export(t.a, ck, "x", pick_odd, NULL, &rows, err, sizeof err), 0);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(db_slot_hosts(ck, note_host, &g, err, sizeof err), 0);
+    assert_int_equal(g.n, 0);
     two_stores_close(&t);
 }
 
@@ -1926,6 +2146,8 @@ int main(void)
         cmocka_unit_test_teardown(quiet_waits_for_a_slot_in_transit, teardown),
         cmocka_unit_test_teardown(a_crashed_node_keeps_its_slots_within_the_grace, teardown),
         cmocka_unit_test_teardown(export_fails_the_old_owner_keeps_the_slot, teardown),
+        cmocka_unit_test_teardown(a_lease_that_ran_out_during_the_handover, teardown),
+        cmocka_unit_test_teardown(slow_handovers_do_not_starve_the_renewals, teardown),
         cmocka_unit_test_teardown(import_fails_the_new_owner_does_not_fetch, teardown),
         cmocka_unit_test_teardown(a_slot_never_loaded_passes_its_checkpoint_on, teardown),
         cmocka_unit_test_teardown(a_departing_node_hands_every_slot_over, teardown),
@@ -1935,6 +2157,7 @@ int main(void)
         cmocka_unit_test_teardown(slot_rows_export_from_a_gone_store, teardown),
         cmocka_unit_test_teardown(a_gone_nodes_outbox_moves_here, teardown),
         cmocka_unit_test_teardown(slot_rows_export_import_drop, teardown),
+        cmocka_unit_test_teardown(slot_checkpoint_carries_host_state, teardown),
         cmocka_unit_test_teardown(slot_export_and_import_failures_leave_nothing, teardown),
         cmocka_unit_test_teardown(frontier_forgets_and_wakes_a_slots_hosts, teardown),
         cmocka_unit_test_teardown(a_dropped_rows_ids_are_read_again_when_reused, teardown),

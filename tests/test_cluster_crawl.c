@@ -57,8 +57,9 @@ static int slow(void)
 #define NODE_WAIT_MS (50000 * slow())
 #define MAX_NODES 4
 
-static const char *const SITE_ARGS[] = { "--hosts", "64", "--pages", PAGES, "--no-specials",
-                                         "--log-timing", NULL };
+/* b.test's robots.txt Crawl-delay ("--crawl-delay"): the site's default, 1 s,
+ * unless a scenario sets another before world_begin */
+static const char *site_crawl_delay = "1";
 
 /* One test's world; torn down (every process stopped) after each test. */
 typedef struct world {
@@ -90,6 +91,7 @@ static int teardown(void **state)
         redisd_stop(W.redis);
     W.redis = NULL;
     urlset_free(&W.want);
+    site_crawl_delay = "1";
     if (W.dir[0] != '\0' && getenv("CRAWLD_KEEP_TEST_DIR") == NULL) {
         const char *argv[] = { "/bin/rm", "-rf", W.dir, NULL };
         proc_run(argv, NULL, 0, NULL, NULL);
@@ -106,7 +108,9 @@ static void world_begin(int with_redis)
     memset(&W, 0, sizeof(W));
     snprintf(W.dir, sizeof(W.dir), "/tmp/crawld-test-cluster-crawl-XXXXXX");
     assert_non_null(mkdtemp(W.dir));
-    assert_int_equal(testsite_start(&W.site, SITE_ARGS), 0);
+    const char *const site_args[] = { "--hosts", "64", "--pages", PAGES, "--no-specials",
+                                      "--log-timing", "--crawl-delay", site_crawl_delay, NULL };
+    assert_int_equal(testsite_start(&W.site, site_args), 0);
     char port[16], from[128];
     snprintf(port, sizeof(port), "%d", W.site.port);
     snprintf(from, sizeof(from), "http://a.test:%d/", W.site.port);
@@ -487,13 +491,24 @@ static void kill9_node_and_restart_within_grace(void **state)
 static size_t rescued_again(int gone)
 {
     long again = 0;
-    int said = 0;
+    int said = 0, others = 0;
+    char from[64];
+    snprintf(from, sizeof from, "rescued from the store of node-%d ", gone);
     for (int i = 0; i < 3; i++) {
         int k = 0;
         if (i != gone)
             again += crawlproc_refetch_reported(&W.node[i], true, &k);
         said += k;
+        /* only the gone node's slots are rescued: not those of a node
+         * that exited at the end of the crawl before another one did */
+        char *out = crawlproc_output(&W.node[i], 2);
+        for (const char *p = out; p != NULL && (p = strstr(p, "rescued from the store of ")) != NULL;
+             p++)
+            others += strncmp(p, from, strlen(from)) != 0;
+        cr_free(out);
     }
+    print_message("%d rescues of other nodes' slots\n", others);
+    assert_int_equal(others, 0);
     print_message("the rescuers said %ld URLs of node-%d may be fetched again (%d slots)\n",
                   again, gone, said);
     assert_true(said > 0);
@@ -552,6 +567,111 @@ static void node_leaves_on_sigterm(void **state)
     assert_true(st >= 0 && st < 128); /* it exits by itself, handing its slots over */
     node_expect_exit(0, 0);
     node_expect_exit(1, 0);
+    check_oracles(0, 3);
+}
+
+/* One host's requests in the site's log: how many, the node of the last
+ * one (-1: none), its robots.txt fetches, the agents, and the closest two
+ * starts (-1: fewer than two). The log is read whole; a half-written last
+ * line (the site still runs) makes it try again. */
+typedef struct host_log {
+    size_t requests, robots, agents;
+    int last_node;
+    long long last_start_us, min_gap_us;
+} host_log;
+
+static int node_of_ua(const char *ua)
+{
+    const char *p = strstr(ua, "crawld-test-node-");
+    return p != NULL ? atoi(p + strlen("crawld-test-node-")) : -1;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+    long long x = (*(const testsite_req *const *)a)->start_us;
+    long long y = (*(const testsite_req *const *)b)->start_us;
+    return x < y ? -1 : x > y;
+}
+
+static void host_log_read(const char *host, host_log *out)
+{
+    testsite_req *v = NULL;
+    size_t n = 0;
+    int rc;
+    for (int tries = 0; (rc = testsite_log_read(&W.site, &v, &n)) == -EBADMSG && tries < 50;
+         tries++)
+        nap_ms(5);
+    assert_int_equal(rc, 0);
+    testsite_req **h = cr_calloc(n ? n : 1, sizeof *h);
+    assert_non_null(h);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].host, host) == 0)
+            h[k++] = &v[i];
+    qsort(h, k, sizeof *h, cmp_start);
+    memset(out, 0, sizeof *out);
+    out->last_node = -1;
+    out->min_gap_us = -1;
+    out->requests = k;
+    unsigned seen = 0;
+    for (size_t i = 0; i < k; i++) {
+        int node = node_of_ua(h[i]->ua);
+        out->robots += strstr(h[i]->target, "/robots.txt") != NULL;
+        if (node >= 0 && node < 32 && !(seen & (1u << node))) {
+            seen |= 1u << node;
+            out->agents++;
+        }
+        long long gap = i > 0 ? h[i]->start_us - h[i - 1]->start_us : -1;
+        if (i > 0 && (out->min_gap_us < 0 || gap < out->min_gap_us))
+            out->min_gap_us = gap;
+        out->last_node = node;
+        out->last_start_us = h[i]->start_us;
+    }
+    cr_free(h);
+    testsite_log_free(v, n);
+}
+
+/* Politeness across a move (the host's state travels in the checkpoint):
+ * b.test's robots.txt asks for 1.2 s between requests, longer than a
+ * hand-over takes. Right after one of its requests its owner leaves on
+ * SIGTERM; the new owner must neither ask b.test sooner than 1.2 s after
+ * that request (the old owner's next allowed time came with the slot) nor
+ * fetch its robots.txt again (the rules came along, still fresh). */
+static void crawl_delay_holds_across_a_handover(void **state)
+{
+    (void)state;
+    NEED_CLUSTER();
+    const long long delay_us = 1200000, slack_us = 15000;
+    site_crawl_delay = "1.2";
+    start_nodes(3);
+    host_log hl;
+    /* a few pages in (robots.txt and three), then at its next request */
+    size_t had = 0;
+    for (int waited = 0;; waited += 10) {
+        host_log_read("b.test", &hl);
+        if (had >= 4 && hl.requests > had)
+            break;
+        had = hl.requests;
+        if (waited > NODE_WAIT_MS)
+            fail_msg("b.test had only %zu requests after %d ms", hl.requests, NODE_WAIT_MS);
+        nap_ms(10);
+    }
+    int owner = hl.last_node;
+    assert_true(owner >= 0 && owner < 3);
+    print_message("b.test: node %d made its request %zu; it leaves\n", owner, hl.requests);
+    assert_int_equal(crawlproc_signal(&W.node[owner], SIGTERM), 0);
+    int st = crawlproc_wait(&W.node[owner], NODE_WAIT_MS);
+    assert_true(st >= 0 && st < 128);
+    for (int i = 0; i < 3; i++)
+        if (i != owner)
+            node_expect_exit(i, 0);
+    host_log_read("b.test", &hl);
+    print_message("b.test: %zu requests by %zu nodes, %zu of robots.txt, closest starts %lld us"
+                  " apart (Crawl-delay %lld us)\n",
+                  hl.requests, hl.agents, hl.robots, hl.min_gap_us, delay_us);
+    assert_int_equal(hl.agents, 2);  /* it moved in the middle of its pages */
+    assert_int_equal(hl.robots, 1);  /* the rules moved with it */
+    assert_true(hl.min_gap_us >= delay_us - slack_us);
     check_oracles(0, 3);
 }
 
@@ -620,6 +740,56 @@ static void sigstop_then_sigcont(int stop_ms, int past_grace)
     check_oracles(past_grace ? rescued_again(1) : CONNECTIONS, 3);
 }
 
+/* The old owner dies between the release and the drop (the faults build's
+ * CRAWLD_CLUSTER_FAULT=after-release, once a fourth node joined and the
+ * map moved slots away from it): the slot's checkpoint is recorded, its
+ * rows still in the dead node's store. Restarted within the grace, it
+ * must drop them once the new owner has loaded them (else they stay
+ * queued behind its gate and it never reaches quiescence), and the
+ * crawl ends exact. */
+static void crash_between_release_and_drop(void **state)
+{
+    (void)state;
+    NEED_CLUSTER();
+    if (!faults_binary_has("after-release"))
+        fail_msg("the faults build (CRAWLD_FAULTS_BIN) has no after-release fault point");
+    start_nodes(2);
+    /* armed after 50 responses: not at the moves of the start */
+    setenv("CRAWLD_CLUSTER_FAULT", "after-release", 1);
+    setenv("CRAWLD_CLUSTER_FAULT_PAGES", "50", 1);
+    node_config(2);
+    const char *const args[] = { "run", "-c", W.cfg[2], NULL };
+    int rc = crawlproc_start_bin(&W.node[2], getenv("CRAWLD_FAULTS_BIN"), W.dir, "node2", args);
+    unsetenv("CRAWLD_CLUSTER_FAULT");
+    unsetenv("CRAWLD_CLUSTER_FAULT_PAGES");
+    assert_int_equal(rc, 0);
+    wait_progress(W.want.n / 4);
+    node_start(3); /* slots move to it, some from node 2, which dies there */
+    int st = crawlproc_wait(&W.node[2], NODE_WAIT_MS);
+    assert_int_equal(st, 128 + SIGKILL);
+    char *said = crawlproc_output(&W.node[2], 2);
+    assert_non_null(said);
+    int at_point = strstr(said, "stopped at the fault point (outcomes committed)") != NULL &&
+                   strstr(said, "handed over:") != NULL;
+    if (!at_point)
+        print_message("node2 said:\n%s\n", said);
+    cr_free(said);
+    assert_true(at_point);
+    node_start(2); /* same state folder and node id, within the grace */
+    for (int i = 0; i < 4; i++)
+        node_expect_exit(i, 0);
+    said = crawlproc_output(&W.node[2], 2);
+    assert_non_null(said);
+    int dropped = strstr(said, "which loaded it: its") != NULL;
+    if (!dropped)
+        print_message("restarted node2 said:\n%s\n", said);
+    cr_free(said);
+    assert_true(dropped);
+    int told = 0;
+    long again = crawlproc_refetch_reported(&W.node[2], false, &told);
+    check_oracles(again > 0 ? (size_t)again : 0, 3);
+}
+
 /* Past its lease, within the grace: its slots wait for it. */
 static void sigstop_past_lease_then_sigcont(void **state)
 {
@@ -648,6 +818,8 @@ int main(void)
         cmocka_unit_test_teardown(kill9_redis_and_restart_from_aof, teardown),
         cmocka_unit_test_teardown(fourth_node_joins, teardown),
         cmocka_unit_test_teardown(node_leaves_on_sigterm, teardown),
+        cmocka_unit_test_teardown(crawl_delay_holds_across_a_handover, teardown),
+        cmocka_unit_test_teardown(crash_between_release_and_drop, teardown),
         cmocka_unit_test_teardown(crash_after_commit_before_xack, teardown),
         cmocka_unit_test_teardown(crash_after_xadd_before_outbox_delete, teardown),
         cmocka_unit_test_teardown(sigstop_past_lease_then_sigcont, teardown),

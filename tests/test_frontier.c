@@ -1661,6 +1661,138 @@ static void threads_push_and_fetch_at_once(void **state)
 
 /* ---- out of memory --------------------------------------------------------- */
 
+/* A host's state moves to another frontier (a cluster slot moving): its
+ * next request no sooner than the first allowed, its rules without a
+ * robots.txt fetch while fresh, its page count against max_pages_per_host.
+ * Each frontier has its own clock: the state is in spans from now. */
+static void host_state_travels_to_another_frontier(void **state)
+{
+    (void)state;
+    frontier_opts o;
+    frontier_job j;
+    frontier_host_state hs;
+    int64_t wake;
+    fast_opts(&o);
+    o.obey_robots = true;
+    o.robots_cache_s = 60;
+    o.keep_robots_text = true;
+    o.max_pages_per_host = 3;
+    env *a = env_open(&o);
+    addf(a, 0, "http://a.test/1");
+    next_job(a, 100, &j);
+    robots_answer(a, &j, 200, "User-agent: *\nCrawl-delay: 5\nDisallow: /x\n", 101);
+    next_job(a, 5101, &j);
+    assert_string_equal(j.url, "http://a.test/1");
+    done(a, &j, 200, 5110);
+    assert_int_equal(frontier_host_state_get(a->f, "nohost.test", 6000, &hs), -ENOENT);
+    assert_int_equal(frontier_host_state_get(a->f, "a.test", 6000, &hs), 0);
+    assert_int_equal(hs.wait_ms, 5110 + 5000 - 6000); /* from the response's end */
+    assert_int_equal(hs.pages, 1);
+    assert_int_equal(hs.robots_status, 200);
+    assert_int_equal(hs.robots_fresh_ms, 101 + 60000 - 6000);
+    assert_non_null(hs.robots_text);
+    assert_memory_equal(hs.robots_text, "User-agent: *\nCrawl-delay: 5\n", 28);
+
+    /* the other frontier, its clock at 900000: the host's URLs wait for
+     * the span, come without a robots job, obey the rules, stop at 3 */
+    env *b = env_open(&o);
+    assert_int_equal(frontier_host_state_set(b->f, "a.test", &hs, 900000), 0);
+    frontier_host_state_free(&hs);
+    addf(b, 0, "http://a.test/x");
+    addf(b, 0, "http://a.test/2");
+    addf(b, 0, "http://a.test/3");
+    addf(b, 0, "http://a.test/4");
+    assert_int_equal(next_rc(b, 900000, &wake), FRONTIER_WAIT);
+    assert_int_equal(wake, 900000 + 4110);
+    assert_int_equal(next_rc(b, 904109, &wake), FRONTIER_WAIT);
+    next_job(b, 904110, &j);
+    assert_false(j.is_robots);
+    assert_string_equal(j.url, "http://a.test/2"); /* /x is disallowed */
+    done(b, &j, 200, 904120);
+    assert_int_equal(next_rc(b, 909119, &wake), FRONTIER_WAIT); /* Crawl-delay 5 s */
+    next_job(b, 909120, &j);
+    assert_string_equal(j.url, "http://a.test/3");
+    done(b, &j, 200, 909130);
+    /* 1 + 2 pages: max_pages_per_host = 3 holds /4 back */
+    assert_int_equal(next_rc(b, 990000, &wake), FRONTIER_DRAINED);
+    frontier_stats st;
+    frontier_get_stats(b->f, &st);
+    assert_int_equal(st.robots_jobs, 0);
+    assert_int_equal(st.robots_disallowed, 1);
+    assert_true(st.limit_skipped >= 1);
+
+    /* rules past their freshness are not taken: robots.txt is fetched */
+    assert_int_equal(frontier_host_state_get(a->f, "a.test", 70000, &hs), 0);
+    assert_int_equal(hs.robots_status, 0);
+    assert_null(hs.robots_text);
+    assert_int_equal(hs.wait_ms, 0);
+    env *c = env_open(&o);
+    assert_int_equal(frontier_host_state_set(c->f, "a.test", &hs, 0), 0);
+    addf(c, 0, "http://a.test/2");
+    next_job(c, 0, &j);
+    assert_true(j.is_robots);
+    robots_answer(c, &j, 404, NULL, 1);
+    env_close(c);
+
+    /* a frontier that does not keep robots.txt passes no rules on */
+    o.keep_robots_text = false;
+    env *d = env_open(&o);
+    addf(d, 0, "http://a.test/1");
+    next_job(d, 0, &j);
+    robots_answer(d, &j, 200, "User-agent: *\nDisallow: /x\n", 1);
+    assert_int_equal(frontier_host_state_get(d->f, "a.test", 2, &hs), 0);
+    assert_int_equal(hs.robots_status, 0);
+    frontier_host_state_free(&hs);
+    next_job(d, 2, &j);
+    done(d, &j, 200, 3);
+    env_close(d);
+
+    /* bad calls */
+    frontier_host_state bad = { .wait_ms = -1 };
+    assert_int_equal(frontier_host_state_set(b->f, "a.test", &bad, 0), -EINVAL);
+    env_close(a);
+    env_close(b);
+}
+
+/* Out of memory while a host's state is set: -ENOMEM and nothing set,
+ * until it succeeds whole. */
+static void host_state_set_out_of_memory(void **state)
+{
+    (void)state;
+    frontier_opts o;
+    frontier_job j;
+    int64_t wake;
+    fast_opts(&o);
+    o.obey_robots = true;
+    o.keep_robots_text = true;
+    env *e = env_open(&o);
+    const char body[] = "User-agent: *\nCrawl-delay: 2\n";
+    frontier_host_state hs = { .wait_ms = 700, .last_ms = -1, .pages = 1, .robots_status = 200,
+                               .robots_text = (char *)body, .robots_len = strlen(body),
+                               .robots_fresh_ms = 60000 };
+    int rc = -ENOMEM;
+    long n;
+    for (n = 1; n < 100 && rc == -ENOMEM; n++) {
+        cr_alloc_fail_after(n);
+        rc = frontier_host_state_set(e->f, "h.test", &hs, 0);
+        cr_alloc_fail_after(0);
+        if (rc == -ENOMEM) { /* nothing set: an unknown host, or one without rules */
+            frontier_host_state now;
+            int g = frontier_host_state_get(e->f, "h.test", 0, &now);
+            assert_true(g == -ENOENT || (g == 0 && now.wait_ms == 0 && now.robots_status == 0));
+        }
+    }
+    assert_int_equal(rc, 0);
+    assert_true(n > 2); /* some allocation did fail */
+    addf(e, 0, "http://h.test/1");
+    assert_int_equal(next_rc(e, 0, &wake), FRONTIER_WAIT);
+    assert_int_equal(wake, 700);
+    next_job(e, 700, &j);
+    assert_false(j.is_robots);
+    done(e, &j, 200, 710);
+    env_close(e);
+}
+
 static void out_of_memory_loses_nothing(void **state)
 {
     (void)state;
@@ -1733,6 +1865,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(robots_job_comes_first_per_host),
+        cmocka_unit_test(host_state_travels_to_another_frontier),
+        cmocka_unit_test(host_state_set_out_of_memory),
         cmocka_unit_test(without_robots_urls_come_at_once),
         cmocka_unit_test(the_gate_holds_hosts_back_until_it_opens),
         cmocka_unit_test(disallowed_urls_are_never_handed_out),
