@@ -1696,6 +1696,13 @@ int crawl_slot_drop(crawl *c, db_host_pick_fn pick, void *arg, int64_t *rows, ch
             rc = -EBUSY;
         }
     slot_hosts_release(&sh);
+    /* db_slot_drop deletes on a connection of its own: an outcome still
+     * queued for one of these rows would then meet no row (-ENOENT, kept
+     * by the writer as its first error), so the queue is emptied first */
+    if (rc == 0 && db_flush(c->d) < 0) {
+        snprintf(err, errlen, "the store could not commit what it holds");
+        rc = -EIO;
+    }
     if (rc == 0)
         rc = db_slot_drop(c->d, pick, arg, forget_id, c->fr, rows, err, errlen);
     atomic_fetch_add(&c->activity, 1); /* see crawl_quiet */
