@@ -1026,6 +1026,7 @@ static redis_conn *redis_with_conn(redisd **d)
 typedef struct fake_side {
     const char *name;       /* in the checkpoints' names */
     int fail;
+    int fail_release;       /* the drop after the release fails */
     int handovers, releases, loads, loaded;
     redis_conn *c;          /* expire: the hand-over outlasts the lease ... */
     int expire;             /* 1: it ran out; 2: and node-x took the slot */
@@ -1077,8 +1078,9 @@ static int fake_side_orphaned(void *arg, uint32_t slot)
 static int fake_released(void *arg, uint32_t slot)
 {
     (void)slot;
-    ((fake_side *)arg)->releases++;
-    return 0;
+    fake_side *f = arg;
+    f->releases++;
+    return f->fail_release ? -1 : 0;
 }
 
 static int fake_load(void *arg, uint32_t slot, const char *ckpt)
@@ -1285,6 +1287,52 @@ static void a_lease_that_ran_out_during_the_handover(void **state)
         }
         free_two(m, c, d);
     }
+}
+
+/* The old owner's drop after the release fails (its store could not
+ * commit): the rows stay there, marked orphaned, and are dropped by the
+ * orphaned hook once P"holder" names the node that loaded the checkpoint;
+ * the new owner loads each slot once all the same. */
+static void a_failed_drop_is_retried_once_the_new_owner_loaded(void **state)
+{
+    (void)state;
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
+    const uint32_t slots = 16;
+    const char *names[2] = { "node-a", "node-b" };
+    fake_side fa = { .name = "a", .fail_release = 1 }, fb = { .name = "b" };
+    member *m[2];
+    char err[256];
+    member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[0],
+                      .slots = slots, .lease_ms = 5000, .handover = fake_handover,
+                      .released = fake_released, .stranded = fake_stranded,
+                      .load = fake_load, .loaded = fake_loaded,
+                      .orphaned = fake_side_orphaned, .hook_arg = &fa };
+    if (member_open(&o, &m[0], err, sizeof err) < 0)
+        fail_msg("member_open: %s", err);
+    assert_int_equal(settle(m, names, 1, slots), 0);
+    m[1] = join_with(d, names[1], slots, &fb);
+    assert_int_equal(settle(m, names, 2, slots), 0);
+    uint32_t owner[16];
+    slotmap_assign(names, 2, slots, owner);
+    int moving = 0;
+    for (uint32_t s = 0; s < slots; s++)
+        moving += owner[s] == 1;
+    assert_true(moving > 0);
+    tick_all(m, 2, 5); /* the orphans are settled on the ticks after the load */
+    assert_int_equal(fa.releases, moving);
+    assert_int_equal(fb.loads, moving);
+    assert_int_equal(fa.stranded, 0);
+    assert_int_equal(fa.orphans, moving); /* each failed drop, retried once */
+    assert_string_equal(fa.bad, "");
+    assert_string_equal(fb.bad, "");
+    member_info in;
+    member_get_info(m[0], &in);
+    assert_int_equal(in.handed_over, (uint64_t)moving);
+    assert_int_equal(in.orphans_dropped, (uint64_t)moving);
+    tick_all(m, 2, 5);
+    assert_int_equal(fa.orphans, moving); /* and not again */
+    free_two(m, c, d);
 }
 
 /* Slow hand-overs (60 ms each, a 200 ms lease, about 8 slots moving)
@@ -2150,6 +2198,7 @@ int main(void)
         cmocka_unit_test_teardown(a_crashed_node_keeps_its_slots_within_the_grace, teardown),
         cmocka_unit_test_teardown(export_fails_the_old_owner_keeps_the_slot, teardown),
         cmocka_unit_test_teardown(a_lease_that_ran_out_during_the_handover, teardown),
+        cmocka_unit_test_teardown(a_failed_drop_is_retried_once_the_new_owner_loaded, teardown),
         cmocka_unit_test_teardown(slow_handovers_do_not_starve_the_renewals, teardown),
         cmocka_unit_test_teardown(import_fails_the_new_owner_does_not_fetch, teardown),
         cmocka_unit_test_teardown(a_slot_never_loaded_passes_its_checkpoint_on, teardown),
