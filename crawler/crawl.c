@@ -179,7 +179,7 @@ struct crawl {
     atomic_uint_fast64_t idle_at;    /* activity when the last drained run began */
     atomic_bool idle;                /* the scheduler saw drained twice (idle_at valid) */
     atomic_bool cl_end;              /* the whole cluster is quiescent: end the run */
-    atomic_uint_fast64_t forwarded, forward_errors;
+    atomic_uint_fast64_t forwarded, forward_errors, unsent_fenced;
 };
 
 /* Links of one page for other nodes' slots, committed to the outbox
@@ -515,6 +515,20 @@ static bool is_html(const char *ct)
 }
 
 static void on_link(void *ud, const links_link *l);
+
+/* Fencing at the last moment (the gate already checked at dispatch): a
+ * node paused past its lease between dispatch and send must not send, as
+ * the slot's new owner may be fetching the host by now. The job goes back
+ * to the frontier (cancelled), behind the gate. */
+static int hook_may_send(void *ctx, const fetch_job *job)
+{
+    crawl *c = ctx;
+    fjob *j = job->user;
+    if (c->cl.may_fetch == NULL || c->cl.may_fetch(c->cl.arg, j->fj.host))
+        return 0;
+    bump(&c->unsent_fenced);
+    return 1;
+}
 
 static int hook_response(void *ctx, const fetch_job *job, const fetch_response *r)
 {
@@ -1201,7 +1215,8 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     fetch_opts fo2;
     wire_fetch_opts(cfg, &fo2);
     fetch_hooks hooks = { .on_response = hook_response, .on_raw = hook_raw, .on_body = hook_body,
-                          .on_done = hook_done, .on_room = hook_room, .ctx = c };
+                          .on_done = hook_done, .on_room = hook_room,
+                          .may_send = hook_may_send, .ctx = c };
     if (fetcher_new(&fo2, &hooks, &c->f) < 0) {
         snprintf(err, errlen, "cannot start the fetcher threads");
         goto fail;
@@ -1917,6 +1932,7 @@ void crawl_status_get(crawl *c, crawl_status *st, crawl_fill *fill, size_t fill_
         st->cluster.on = true;
         st->cluster.links_out = atomic_load(&c->forwarded);
         st->cluster.outbox_errors = atomic_load(&c->forward_errors);
+        st->cluster.unsent_fenced = atomic_load(&c->unsent_fenced);
     }
     st->done = c->done;
     pthread_mutex_unlock(&c->lock);

@@ -80,6 +80,8 @@ typedef struct crawl_cluster_status {
     int64_t outbox;            /* links waiting in the outbox */
     uint64_t links_out;        /* links written to the outbox (crawl side) */
     uint64_t outbox_errors;    /* outbox writes that failed (page fetched again) */
+    uint64_t unsent_fenced;    /* requests not sent: the slot's lease ran out between
+                                  dispatch and send (a paused process); queued again */
     uint64_t forwarded, applied, redelivered, claimed; /* stream entries */
 } crawl_cluster_status;
 

@@ -180,9 +180,11 @@ static void node_expect_exit(int i, int want)
         size_t len = err ? strlen(err) : 0;
         snprintf(tail, sizeof(tail), "%s", err ? err + (len > 3000 ? len - 3000 : 0) : "(none)");
         cr_free(err);
-        fail_msg("node %d: %s %d (wanted %d); stderr ends:\n%s", i,
+        /* cmocka cuts a long failure message short: the tail goes first */
+        print_message("node %d's stderr ends:\n%s\n", i, tail);
+        fail_msg("node %d: %s %d (wanted %d)", i,
                  st == -ETIMEDOUT ? "still running after the wait, status" : "exit status", st,
-                 want, tail);
+                 want);
     }
 }
 

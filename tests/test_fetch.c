@@ -623,6 +623,8 @@ struct coll {
     struct rec recs[MAXJOBS];
     size_t done_total;
     bool cancel_on_response;
+    bool refuse_odd_sends;     /* may_send refuses jobs with an odd id */
+    int may_send_calls;
     size_t keep;               /* bytes of raw/body kept per job */
     /* chain: on_done of job 0 submits chain_url as job 1 and tries a stop */
     fetcher *chain_f;
@@ -1325,6 +1327,53 @@ static void fetch_huge_headers_rejected(void **state)
     r = &c->recs[0];
     assert_int_equal(r->res.error, FETCH_ERR_HEADERS_TOO_LARGE);
     assert_int_equal(r->responses, 0);
+    coll_free(c);
+}
+
+static int h_may_send(void *ctx, const fetch_job *job)
+{
+    struct coll *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    c->may_send_calls++;
+    bool refuse = c->refuse_odd_sends && (job->id & 1) != 0;
+    pthread_mutex_unlock(&c->mu);
+    return refuse ? 1 : 0;
+}
+
+/* may_send is asked once the connection is up; a refusal sends nothing
+ * (the server sees no request) and ends the job as cancelled; the other
+ * job on the same fetcher goes out as usual. */
+static void fetch_may_send_refusal_sends_nothing(void **state)
+{
+    (void)state;
+    char url[256];
+    fetch_opts o = base_opts();
+    url_of(url, sizeof url, "/target");
+    int hits = atomic_load(&S.target_hits);
+    int reqs = atomic_load(&S.requests);
+    struct coll *c = coll_new(4096);
+    c->refuse_odd_sends = true;
+    fetch_hooks h = hooks_for(c);
+    h.may_send = h_may_send;
+    fetcher *f = NULL;
+    assert_int_equal(fetcher_new(&o, &h, &f), 0);
+    submit(f, 3, url, 0);
+    assert_true(coll_wait(c, 1));
+    submit(f, 4, url, 0);
+    assert_true(coll_wait(c, 2));
+    fetcher_free(f);
+    struct rec *no = &c->recs[3], *yes = &c->recs[4];
+    assert_int_equal(no->dones, 1);
+    assert_int_equal(no->res.error, FETCH_ERR_CANCELLED);
+    assert_int_equal(no->res.status, 0);
+    assert_int_equal(no->responses, 0);
+    assert_non_null(strstr(no->reason, "not sent"));
+    assert_int_equal(yes->dones, 1);
+    assert_int_equal(yes->res.error, FETCH_OK);
+    assert_int_equal(yes->res.status, 200);
+    assert_int_equal(c->may_send_calls, 2);
+    assert_int_equal(atomic_load(&S.target_hits), hits + 1);
+    assert_int_equal(atomic_load(&S.requests), reqs + 1);
     coll_free(c);
 }
 
@@ -2338,6 +2387,7 @@ int main(void)
         cmocka_unit_test(fetch_plain_body_cut_off),
         cmocka_unit_test(fetch_huge_headers_rejected),
         cmocka_unit_test(fetch_redirect_reported_not_followed),
+        cmocka_unit_test(fetch_may_send_refusal_sends_nothing),
         cmocka_unit_test(fetch_error_statuses_and_retry_after),
         cmocka_unit_test(fetch_low_speed_timeout),
         cmocka_unit_test(fetch_total_timeout),

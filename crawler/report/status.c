@@ -179,6 +179,7 @@ json_t *status_json(const crawl_status *st)
             json_object_set_new(o, "outbox", json_integer((json_int_t)cs->outbox));
             json_object_set_new(o, "links_out", json_integer((json_int_t)cs->links_out));
             json_object_set_new(o, "outbox_errors", json_integer((json_int_t)cs->outbox_errors));
+            json_object_set_new(o, "unsent_fenced", json_integer((json_int_t)cs->unsent_fenced));
             json_object_set_new(o, "forwarded", json_integer((json_int_t)cs->forwarded));
             json_object_set_new(o, "applied", json_integer((json_int_t)cs->applied));
             json_object_set_new(o, "redelivered", json_integer((json_int_t)cs->redelivered));
@@ -252,14 +253,19 @@ static void cluster_metrics(FILE *f, const crawl_cluster_status *cs)
                "crawld_cluster_links_total{what=\"forwarded\"} %llu\n"
                "crawld_cluster_links_total{what=\"applied\"} %llu\n"
                "crawld_cluster_links_total{what=\"redelivered\"} %llu\n"
-               "crawld_cluster_links_total{what=\"claimed\"} %llu\n",
+               "crawld_cluster_links_total{what=\"claimed\"} %llu\n"
+               "# HELP crawld_cluster_unsent_fenced_total Requests not sent: the slot's lease"
+               " ran out between dispatch and send (queued again).\n"
+               "# TYPE crawld_cluster_unsent_fenced_total counter\n"
+               "crawld_cluster_unsent_fenced_total %llu\n",
             cs->paused ? 1 : 0, (double)cs->paused_ms / 1000.0, (unsigned long long)cs->pauses,
             cs->slots, cs->held, cs->wanted, (unsigned long long)cs->epoch,
             cs->coordinator ? 1 : 0, (unsigned long long)cs->leases_lost,
             (unsigned long long)cs->redis_errors, (long long)cs->outbox,
             (unsigned long long)cs->links_out, (unsigned long long)cs->outbox_errors,
             (unsigned long long)cs->forwarded, (unsigned long long)cs->applied,
-            (unsigned long long)cs->redelivered, (unsigned long long)cs->claimed);
+            (unsigned long long)cs->redelivered, (unsigned long long)cs->claimed,
+            (unsigned long long)cs->unsent_fenced);
 }
 
 void status_metrics(FILE *f, const crawl_status *st)

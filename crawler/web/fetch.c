@@ -513,6 +513,11 @@ static int prereq_cb(void *ud, char *primary_ip, char *local_ip, int primary_por
     x->connected = true;
     if (primary_ip)
         snprintf(x->ip, sizeof x->ip, "%s", primary_ip);
+    const fetch_hooks *h = &x->w->f->hooks;
+    if (h->may_send != NULL && h->may_send(h->ctx, &x->job) != 0) {
+        set_err(x, FETCH_ERR_CANCELLED, "not sent: may_send refused it");
+        return CURL_PREREQFUNC_ABORT;
+    }
     return CURL_PREREQFUNC_OK;
 }
 

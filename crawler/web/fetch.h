@@ -141,6 +141,13 @@ typedef struct fetch_hooks {
     int (*on_raw)(void *ctx, const fetch_job *job, const char *data, size_t len);
     int (*on_body)(void *ctx, const fetch_job *job, const char *data, size_t len);
     void (*on_done)(void *ctx, const fetch_job *job, const fetch_result *res);
+    /* Optional. Once the connection is up, just before the request is
+     * written (each time: a request sent again on a new connection asks
+     * again): nonzero cancels the transfer unsent (FETCH_ERR_CANCELLED).
+     * The last moment a check can come: a cluster node asks its slot
+     * lease here, so that a process paused between dispatch and send
+     * (SIGSTOP, swapping) sends nothing once its lease ran out. */
+    int (*may_send)(void *ctx, const fetch_job *job);
     /* Optional. After transfers ended, with free_slots (> 0) of this
      * thread's slots free: the place to submit more work, which then stays
      * on this thread and needs no wakeup. */
