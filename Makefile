@@ -66,6 +66,9 @@ SYSCONFDIR ?= /etc
 DESTDIR ?=
 
 .PHONY: all deps test check check-deps asan tsan run bench bench-crawl fuzz clean tests-build install uninstall
+# Objects made through pattern rules (the tests', the replays') are kept: else
+# make deletes them as intermediates and every build relinks from scratch.
+.SECONDARY:
 all: $(PROGS)
 
 $(B)/%.o: %.c

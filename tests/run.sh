@@ -15,9 +15,10 @@ export CRAWLD_BIN CRAWLD_TESTSITE CRAWLD_FAULTS_BIN CRAWLD_ROOT CRAWLD_CONFORMAN
 passed=0
 failed=0
 bad=""
-# Two lanes, one per core: the long crawl binaries in one, the rest in the
-# other; each binary's output goes to its own file and is printed, in name
-# order, once both lanes are done. CRAWLD_TEST_JOBS=1 runs them one by one.
+# Three lanes: the cluster crawls (mostly waiting on leases and politeness
+# delays, little CPU), the other long crawl binaries, and the rest; each
+# binary's output goes to its own file and is printed, in name order, once
+# every lane is done. CRAWLD_TEST_JOBS=1 runs them one by one.
 logs=$(mktemp -d)
 all=""
 for t in "$B"/tests/test_* "$B"/tests/replay_*; do
@@ -29,19 +30,24 @@ run_one() {
     "$1" >"$logs/$n.log" 2>&1
     echo $? >"$logs/$n.rc"
 }
+cluster=""
 long=""
 short=""
 for t in $all; do
     case "$(basename "$t")" in
-    test_crawl|test_faults|test_cluster_crawl) long="$long $t" ;;
+    test_cluster_crawl) cluster="$cluster $t" ;;
+    test_crawl|test_faults) long="$long $t" ;;
     *) short="$short $t" ;;
     esac
 done
-if [ "${CRAWLD_TEST_JOBS:-2}" -gt 1 ]; then
+if [ "${CRAWLD_TEST_JOBS:-3}" -gt 1 ]; then
+    (for t in $cluster; do run_one "$t"; done) &
+    lane1=$!
     (for t in $long; do run_one "$t"; done) &
-    lane=$!
+    lane2=$!
     for t in $short; do run_one "$t"; done
-    wait $lane
+    wait $lane1
+    wait $lane2
 else
     for t in $all; do run_one "$t"; done
 fi

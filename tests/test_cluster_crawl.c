@@ -180,8 +180,21 @@ static void node_expect_exit(int i, int want)
         size_t len = err ? strlen(err) : 0;
         snprintf(tail, sizeof(tail), "%s", err ? err + (len > 3000 ? len - 3000 : 0) : "(none)");
         cr_free(err);
-        /* cmocka cuts a long failure message short: the tail goes first */
+        /* cmocka cuts a long failure message short: the tail goes first,
+         * then what Redis holds (a node that never ends: who is not idle) */
         print_message("node %d's stderr ends:\n%s\n", i, tail);
+        if (W.redis != NULL) {
+            cr_buf out, serr;
+            cr_buf_init(&out, 1 << 20);
+            cr_buf_init(&serr, 1 << 16);
+            const char *const args[] = { "cluster", "status", "--redis", redisd_addr(W.redis),
+                                         "--crawl", "t", NULL };
+            proc_crawld(args, NULL, &out, &serr);
+            print_message("crawld cluster status:\n%s%s\n", out.data ? out.data : "",
+                          serr.data ? serr.data : "");
+            cr_buf_release(&out);
+            cr_buf_release(&serr);
+        }
         fail_msg("node %d: %s %d (wanted %d)", i,
                  st == -ETIMEDOUT ? "still running after the wait, status" : "exit status", st,
                  want);
