@@ -23,6 +23,11 @@
 static const char RENEW_IF_MINE[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
+/* P"holder" field ARGV[2] = ARGV[1], only while the slot lease KEYS[1]
+ * still names ARGV[1]: 1, else 0 (the lease ran out during the load). */
+static const char HOLD_IF_MINE[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "redis.call('HSET', KEYS[2], ARGV[2], ARGV[1]) return 1 else return 0 end";
 static const char DEL_IF_MINE[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('DEL', KEYS[1]) else return 0 end";
@@ -499,23 +504,53 @@ static int release(member *m, uint32_t s)
     return rc;
 }
 
+/* A lease found gone: the slot is not fetched, read or local here from
+ * now; what this node has of it goes stale once another node holds it
+ * (orphaned: dropped once P"holder" names another node). */
+static void fence(member *m, uint32_t s)
+{
+    atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
+    atomic_store(&m->local[s], false);
+    m->orphaned[s] = m->o.orphaned != NULL && m->o.store_dir != NULL &&
+                     m->o.store_dir[0] != '\0' && !m->unloaded[s];
+    m->held[s] = false;
+    m->leaving[s] = false;
+    m->unloaded[s] = false;
+    m->info.held--;
+    m->info.lost++;
+}
+
 /* The slot is loaded here: P"holder" names this node, so a later owner
- * knows whose store to rescue it from should this node vanish. */
+ * knows whose store to rescue it from should this node vanish. Only while
+ * the lease is still this node's: a load or rescue can outlast the lease
+ * (a rescue waits on the locks of a paused node's store, and the member
+ * thread renews nothing meanwhile), and the node that took the slot since
+ * must stay its holder, else this node would wait for itself and keep the
+ * copy it loaded queued for ever. Then the slot is fenced here, the copy
+ * orphaned: 0 either way, or < 0 on a Redis error. */
 static int loaded_here(member *m, uint32_t s)
 {
-    char hk[KEY_MAX], sn[12];
+    char k[KEY_MAX], hk[KEY_MAX], sn[12];
+    slot_key(m, k, s);
     key(m, hk, "holder");
     snprintf(sn, sizeof sn, "%u", s);
     redis_reply *r = NULL;
-    int rc = redis_cmd(m->rc, &r, "HSET", hk, sn, m->id, NULL);
+    const char *argv[] = { "EVAL", HOLD_IF_MINE, "2", k, hk, m->id, sn };
+    int rc = redis_cmdv(m->rc, 7, argv, NULL, &r);
+    bool mine = rc == 0 && redis_reply_int(r) == 1;
     redis_reply_free(r);
+    if (rc == 0 && !mine) {
+        m->unloaded[s] = false; /* it was loaded: the copy is an orphan's */
+        fence(m, s);
+        m->info.loads_lost++;
+    }
     return rc;
 }
 
 static int loaded_done(member *m, uint32_t s)
 {
     int rc = loaded_here(m, s);
-    if (rc == 0)
+    if (rc == 0 && m->held[s])
         m->unloaded[s] = false;
     return rc;
 }
@@ -562,7 +597,7 @@ static int rescue(member *m, uint32_t s)
     if (m->o.rescue(m->o.hook_arg, s, from, dir) < 0)
         return 0; /* asked again next tick; the slot stays unfetched */
     rc = loaded_done(m, s); /* failed: rescued again next tick, a no-op */
-    if (rc == 0)
+    if (rc == 0 && m->held[s])
         m->info.rescues++;
     return rc;
 }
@@ -590,8 +625,8 @@ static int load(member *m, uint32_t s)
     /* the holder first: a failure after it loads the record again (a
      * no-op by the seen test), never rescues from the old owner */
     rc = loaded_here(m, s);
-    if (rc < 0)
-        return rc;
+    if (rc < 0 || !m->held[s])
+        return rc; /* lost meanwhile: the record stays for the node holding it */
     r = NULL;
     char tk[KEY_MAX], sn[12];
     key(m, tk, "ckpts");
@@ -673,7 +708,7 @@ static int take_and_release(member *m)
                     rc = settle_orphan(m, s); /* the lease is ours: decided now */
                 if (rc == 0 && !m->orphaned[s])
                     rc = load(m, s);
-                if (rc == 0 && !m->unloaded[s])
+                if (rc == 0 && m->held[s] && !m->unloaded[s])
                     atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
                                           memory_order_release);
             }
@@ -756,17 +791,9 @@ int member_tick(member *m, int64_t now_ms)
                 atomic_store_explicit(&m->deadline[s], sent + m->o.lease_ms / 2,
                                       memory_order_release);
         } else {
-            /* Gone (we were too slow) or someone else's now: fenced. */
-            atomic_store_explicit(&m->deadline[s], 0, memory_order_release);
-            atomic_store(&m->local[s], false);
-            /* its rows here go stale once another node rescues the slot */
-            m->orphaned[s] = m->o.orphaned != NULL && m->o.store_dir != NULL &&
-                             m->o.store_dir[0] != '\0' && !m->unloaded[s];
-            m->held[s] = false;
-            m->leaving[s] = false;
-            m->unloaded[s] = false;
-            m->info.held--;
-            m->info.lost++;
+            /* Gone (we were too slow) or someone else's now: fenced; its
+             * rows here go stale once another node rescues the slot */
+            fence(m, s);
         }
     }
     m->info.coordinator = !m->departing && (redis_reply_type(r[2 + nheld]) == REDIS_T_STATUS ||

@@ -125,6 +125,8 @@ typedef struct member_info {
     uint64_t rescues;      /* slots loaded from the store of a node gone for good */
     uint64_t orphans_dropped; /* lost slots whose stale rows here were dropped */
     uint64_t stranded;     /* hand-overs that found another node holding the slot */
+    uint64_t loads_lost;   /* loads or rescues that outlasted the lease: another node
+                              took the slot meanwhile; the copy here is an orphan's */
     char error[256];       /* the last Redis error, "" when up */
 } member_info;
 

@@ -1744,6 +1744,8 @@ static void slot_export_and_import_failures_leave_nothing(void **state)
 
 typedef struct fake_rescuer {
     int fail, orphan_fail;
+    redis_conn *steal;       /* set: the rescue outlasts the lease, and node-b has
+                                taken the slot back meanwhile */
     int calls, rescues, orphan_calls, orphans;
     uint32_t last_slot;
     char from[64], dir[64];
@@ -1758,6 +1760,13 @@ static int fake_rescue(void *arg, uint32_t slot, const char *from, const char *d
     snprintf(f->dir, sizeof f->dir, "%s", dir);
     if (f->fail)
         return -EIO;
+    if (f->steal != NULL) {
+        char k[64];
+        redis_reply *r = NULL;
+        snprintf(k, sizeof k, "crawld:t:slot:%u", slot);
+        assert_int_equal(redis_cmd(f->steal, &r, "SET", k, "node-b", "PX", "60000", NULL), 0);
+        redis_reply_free(r);
+    }
     f->rescues++;
     return 0;
 }
@@ -1918,6 +1927,68 @@ static void a_paused_node_drops_what_was_rescued_before_taking_it_back(void **st
     assert_int_equal(in.held, had);
     assert_true(fr[1].rescues - b_rescues >= (int)had);
     assert_string_equal(fr[1].from, "node-a");
+    free_two(m, c, d);
+}
+
+/* b pauses past its lease (grace 0) and a takes its slots, but each
+ * rescue outlasts a's new lease (it waited on the paused node's locks)
+ * and b, resumed, has taken the slot back meanwhile: a must not record
+ * itself as the holder (b would drop its live rows, a wait for itself with
+ * the copy queued for ever). The slot is fenced at a, never fetchable
+ * there, the copy dropped as an orphan's since P"holder" names b. */
+static void a_rescue_that_outlasts_the_lease_is_given_up(void **state)
+{
+    (void)state;
+    redisd *d = NULL;
+    redis_conn *c = redis_with_conn(&d);
+    const uint32_t slots = 16;
+    fake_rescuer fr[2] = { { 0 }, { 0 } };
+    member *m[2];
+    join_rescuers(d, slots, fr, 1, m);
+    member_info in;
+    member_get_info(m[1], &in);
+    uint32_t had = in.held;
+    assert_true(had > 0);
+    member_get_info(m[0], &in);
+    uint32_t a_had = in.held;
+    fr[0].steal = c;
+    int calls0 = fr[0].calls;
+    /* b paused: a takes each of b's slots and rescues it, too late */
+    int64_t t0 = cr_mono_ms();
+    while (fr[0].calls - calls0 < (int)had && cr_mono_ms() - t0 < 5000) {
+        assert_int_equal(member_tick(m[0], cr_mono_ms()), 0);
+        nap_ms(20);
+    }
+    assert_int_equal(fr[0].calls - calls0, (int)had);
+    for (int r = 0; r < 5; r++) { /* the orphans settle */
+        assert_int_equal(member_tick(m[0], cr_mono_ms()), 0);
+        nap_ms(5);
+    }
+    member_get_info(m[0], &in);
+    assert_int_equal(in.loads_lost, had);
+    assert_int_equal(in.held, a_had);
+    assert_int_equal(fr[0].orphans, (int)had);
+    assert_int_equal(in.orphans_dropped, had);
+    assert_int_equal(fr[0].calls - calls0, (int)had); /* not rescued again */
+    int64_t now = cr_mono_ms();
+    uint32_t bs = 0;
+    for (uint32_t s = 0; s < slots; s++) {
+        char k[64];
+        snprintf(k, sizeof k, "crawld:t:slot:%u", s);
+        char *v = get_str(c, k);
+        bool bss = v != NULL && strcmp(v, "node-b") == 0;
+        free(v);
+        if (!bss)
+            continue;
+        bs++;
+        assert_false(member_may_fetch(m[0], s, now));
+        snprintf(k, sizeof k, "%u", s);
+        redis_reply *r = NULL;
+        assert_int_equal(redis_cmd(c, &r, "HGET", "crawld:t:holder", k, NULL), 0);
+        assert_string_equal(redis_reply_str(r, NULL), "node-b");
+        redis_reply_free(r);
+    }
+    assert_int_equal(bs, had);
     free_two(m, c, d);
 }
 
@@ -2204,6 +2275,7 @@ int main(void)
         cmocka_unit_test_teardown(a_slot_never_loaded_passes_its_checkpoint_on, teardown),
         cmocka_unit_test_teardown(a_departing_node_hands_every_slot_over, teardown),
         cmocka_unit_test_teardown(a_gone_nodes_slots_are_rescued_from_its_store, teardown),
+        cmocka_unit_test_teardown(a_rescue_that_outlasts_the_lease_is_given_up, teardown),
         cmocka_unit_test_teardown(a_paused_node_drops_what_was_rescued_before_taking_it_back,
                                   teardown),
         cmocka_unit_test_teardown(slot_rows_export_from_a_gone_store, teardown),
