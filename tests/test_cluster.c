@@ -1217,6 +1217,24 @@ static void export_fails_the_old_owner_keeps_the_slot(void **state)
     free_two(m, c, d);
 }
 
+/* node-a alone, every hand-over hook faked by fa (lease 5 s), settled
+ * holding every slot. */
+static member *open_side_a(const redisd *d, uint32_t slots, fake_side *fa)
+{
+    const char *names[1] = { "node-a" };
+    member *m[1];
+    char err[256];
+    member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[0],
+                      .slots = slots, .lease_ms = 5000, .handover = fake_handover,
+                      .released = fake_released, .stranded = fake_stranded,
+                      .load = fake_load, .loaded = fake_loaded,
+                      .orphaned = fake_side_orphaned, .hook_arg = fa };
+    if (member_open(&o, &m[0], err, sizeof err) < 0)
+        fail_msg("member_open: %s", err);
+    assert_int_equal(settle(m, names, 1, slots), 0);
+    return m[0];
+}
+
 /* The old owner's lease runs out while it exports (a long export holds
  * its ticks back). Nobody took the slot meanwhile: the checkpoint is
  * recorded all the same and the new owner loads it. node-x took it: the
@@ -1232,15 +1250,7 @@ static void a_lease_that_ran_out_during_the_handover(void **state)
         const char *names[2] = { "node-a", "node-b" };
         fake_side fa = { .name = "a", .c = c }, fb = { .name = "b" };
         member *m[2];
-        char err[256];
-        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[0],
-                          .slots = slots, .lease_ms = 5000, .handover = fake_handover,
-                          .released = fake_released, .stranded = fake_stranded,
-                          .load = fake_load, .loaded = fake_loaded,
-                          .orphaned = fake_side_orphaned, .hook_arg = &fa };
-        if (member_open(&o, &m[0], err, sizeof err) < 0)
-            fail_msg("member_open: %s", err);
-        assert_int_equal(settle(m, names, 1, slots), 0);
+        m[0] = open_side_a(d, slots, &fa);
         fa.expire = expire;
         m[1] = join_with(d, names[1], slots, &fb);
         tick_all(m, 2, 40);
@@ -1302,15 +1312,7 @@ static void a_failed_drop_is_retried_once_the_new_owner_loaded(void **state)
     const char *names[2] = { "node-a", "node-b" };
     fake_side fa = { .name = "a", .fail_release = 1 }, fb = { .name = "b" };
     member *m[2];
-    char err[256];
-    member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[0],
-                      .slots = slots, .lease_ms = 5000, .handover = fake_handover,
-                      .released = fake_released, .stranded = fake_stranded,
-                      .load = fake_load, .loaded = fake_loaded,
-                      .orphaned = fake_side_orphaned, .hook_arg = &fa };
-    if (member_open(&o, &m[0], err, sizeof err) < 0)
-        fail_msg("member_open: %s", err);
-    assert_int_equal(settle(m, names, 1, slots), 0);
+    m[0] = open_side_a(d, slots, &fa);
     m[1] = join_with(d, names[1], slots, &fb);
     assert_int_equal(settle(m, names, 2, slots), 0);
     uint32_t owner[16];
