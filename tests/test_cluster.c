@@ -1105,17 +1105,26 @@ static void fake_loaded(void *arg, uint32_t slot, const char *ckpt)
     ((fake_side *)arg)->loaded++;
 }
 
-static member *join_with(const redisd *d, const char *id, uint32_t slots, fake_side *f)
+/* A member with f's hand-over hooks (lease 5 s); with all, the stranded
+ * and orphaned ones too. */
+static member *open_side(const redisd *d, const char *id, uint32_t slots, fake_side *f,
+                         bool all)
 {
     member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = id,
                       .slots = slots, .lease_ms = 5000, .handover = fake_handover,
                       .released = fake_released, .load = fake_load, .loaded = fake_loaded,
-                      .hook_arg = f };
+                      .stranded = all ? fake_stranded : NULL,
+                      .orphaned = all ? fake_side_orphaned : NULL, .hook_arg = f };
     member *m = NULL;
     char err[256];
     if (member_open(&o, &m, err, sizeof err) < 0)
         fail_msg("member_open %s: %s", id, err);
     return m;
+}
+
+static member *join_with(const redisd *d, const char *id, uint32_t slots, fake_side *f)
+{
+    return open_side(d, id, slots, f, false);
 }
 
 static void tick_all(member **m, size_t n, int rounds)
@@ -1222,15 +1231,7 @@ static void export_fails_the_old_owner_keeps_the_slot(void **state)
 static member *open_side_a(const redisd *d, uint32_t slots, fake_side *fa)
 {
     const char *names[1] = { "node-a" };
-    member *m[1];
-    char err[256];
-    member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[0],
-                      .slots = slots, .lease_ms = 5000, .handover = fake_handover,
-                      .released = fake_released, .stranded = fake_stranded,
-                      .load = fake_load, .loaded = fake_loaded,
-                      .orphaned = fake_side_orphaned, .hook_arg = fa };
-    if (member_open(&o, &m[0], err, sizeof err) < 0)
-        fail_msg("member_open: %s", err);
+    member *m[1] = { open_side(d, names[0], slots, fa, true) };
     assert_int_equal(settle(m, names, 1, slots), 0);
     return m[0];
 }
