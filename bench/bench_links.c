@@ -171,7 +171,7 @@ int main(int argc, char **argv)
     if (p == NULL)
         return 1;
     double cpu[100], wall[100], fcpu[100], fwall[100];
-    uint64_t round_links = 0, elements = 0, elided = 0, elided_text = 0;
+    uint64_t round_links = 0, elements = 0, elided = 0, elided_text = 0, elided_tags = 0;
     for (int r = 0; r < rounds; r++) {
         links = 0;
         double c0 = now(CLOCK_PROCESS_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC);
@@ -186,6 +186,7 @@ int main(int argc, char **argv)
             links_stats_get(p, &st);
             elided += st.elided;
             elided_text += st.elided_text;
+            elided_tags += st.elided_tags;
         }
         cpu[r] = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
         wall[r] = now(CLOCK_MONOTONIC) - w0;
@@ -203,9 +204,11 @@ int main(int argc, char **argv)
                wall[r], (unsigned long long)elements, fcpu[r], fwall[r]);
     }
     links_free(p);
-    printf("elided: %llu bytes of unread attribute values, %llu of unread text per round\n",
+    printf("elided: %llu bytes of unread attribute values, %llu of unread text, %llu of "
+           "unread tags per round\n",
            (unsigned long long)(elided / (uint64_t)rounds),
-           (unsigned long long)(elided_text / (uint64_t)rounds));
+           (unsigned long long)(elided_text / (uint64_t)rounds),
+           (unsigned long long)(elided_tags / (uint64_t)rounds));
     printf("RESULT bytes=%llu links=%llu cpu_median=%.6f wall_median=%.6f\n",
            (unsigned long long)bytes, (unsigned long long)round_links, median(cpu, rounds),
            median(wall, rounds));

@@ -108,6 +108,9 @@ _Static_assert((int)CHARSET_FROM_DEFAULT == LINKS_ENC_DEFAULT && (int)CHARSET_FR
 
 /* ---- the parser ------------------------------------------------------------ */
 
+/* Elements whose content a browser reads as text (inert_container). */
+enum { N_INERT = 7 };
+
 /* Guard automaton states: htmlParseStartTag's attribute syntax. */
 enum gstate { G_TNAME, G_BEFORE, G_ANAME, G_AFTERNAME, G_BEFOREVAL, G_DQ, G_SQ,
               G_UVAL, G_BOGUS, G_N };
@@ -159,6 +162,8 @@ struct links_parser {
     size_t sh_aorig;            /* stream offset in the block of the name of
                                    the attribute being read */
     unsigned sh_aflush;         /* blk_flushes when that name began */
+    bool sh_bare;               /* the tag's last token is a name without a value */
+    bool sh_abare;              /* sh_bare when that name began */
     size_t sh_astart;           /* blk offset of that name while its value is
                                    open, SIZE_MAX: not in this block */
     size_t sh_tn;               /* values shortened in the block (sh_tpos/td) */
@@ -169,6 +174,19 @@ struct links_parser {
     uint64_t sh_s0;             /* stream offset of the scan's s[0] */
     uint64_t sh_ttext;          /* stream offset of the open text run's first
                                    byte, UINT64_MAX: none to cut */
+    /* unread tags (see "Unread tags") */
+    uint8_t sh_drop;            /* DROP_*: may a tag go whole here */
+    bool sh_tdrop;              /* the tag being read goes whole at its '>' */
+    bool sh_tbody;              /* the start tag being read is body */
+    bool sh_thead;              /* ... is head */
+    uint32_t sh_inert_n[N_INERT]; /* start tags of each text-only element
+                                   handed over, less its end tags (at least 0) */
+    uint32_t sh_inert_open;     /* their sum: 0, none of them can be open */
+    uint64_t sh_lt;             /* stream offset of the tag's '<' */
+    uint64_t sh_ltcut;          /* sh_cutb then */
+    unsigned sh_ltflush;        /* blk_flushes then */
+    uint64_t sh_cutb;           /* blk bytes cut on the page so far */
+    bool sh_offdrop;            /* the shortener stopped after tags went */
 
     /* tag guard */
     uint32_t g_cnt[G_N];
@@ -926,6 +944,8 @@ static void on_start(void *ud, const xmlChar *name, const xmlChar **atts)
     default:
         break;
     }
+    if (p->sh_offdrop && inert_container(name))
+        p->st.tags_unsure = 1; /* see "Unread tags" */
     if (p->inert_depth == 0 && inert_container(name)) {
         p->inert_depth = c->nameNr;
         p->inert_name = c->nameTab[c->nameNr - 1];
@@ -1325,6 +1345,11 @@ static bool sh_name_read(const links_parser *p)
 
 static void sh_off(links_parser *p)
 {
+    if (p->st.elided_tags > 0) { /* see "Unread tags" */
+        p->sh_offdrop = true;
+        if (p->sh_inert_open > 0)
+            p->st.tags_unsure = 1;
+    }
     p->sh = SH_OFF;
     p->sh_vstart = SIZE_MAX;
     p->sh_astart = SIZE_MAX;
@@ -1363,6 +1388,11 @@ static void sh_cut(links_parser *p, size_t at, size_t keep)
     if (p->blk_half != SIZE_MAX && p->blk_half > at + 1)
         p->blk_half = at + 1;
     p->blk_len = keep;
+    p->sh_cutb += n - keep;
+    if (p->sh_tn > 0 && p->sh_tpos[p->sh_tn - 1] == at) { /* right after the last */
+        p->sh_td[p->sh_tn - 1] = (uint16_t)(p->sh_td[p->sh_tn - 1] + (n - keep));
+        return;
+    }
     p->sh_tpos[p->sh_tn] = (uint16_t)at;
     p->sh_td[p->sh_tn++] = (uint16_t)(n - keep);
 }
@@ -1389,7 +1419,9 @@ static void sh_shorten(links_parser *p)
         i += k;
     }
     size_t keep, at; /* bytes kept, and the last one's offset */
-    if (a != SIZE_MAX && a >= 1) {
+    /* not after a name without a value: with this attribute gone, an '='
+     * after it would give that name a value (<e a x="" ="...>) */
+    if (a != SIZE_MAX && a >= 1 && !p->sh_abare) {
         keep = a;
         at = a - 1;
     } else {
@@ -1494,6 +1526,180 @@ static void sh_text_end(links_parser *p, const unsigned char *s, size_t e, size_
     sh_cut(p, v, v + 1);
 }
 
+/* ---- unread tags ------------------------------------------------------------
+ *
+ * Most of what libxml2 still does once values and text are cut is tags:
+ * on the openjdk-17-doc pages about 70% of the start tags and nearly all
+ * end tags are of elements on_start does nothing with (div, code, span,
+ * li, dd, ...), and each costs libxml2 a name, a dictionary lookup, its
+ * auto-close tables and a SAX call. Such a tag goes whole (from its '<' to
+ * its '>') where that changes nothing on_start can see, namely only while
+ *   - the page is past its first explicit <body> start tag (DROP_ON) and
+ *     not past "</body", "</html", "<body/>", "<head/>", "<html/>" or
+ *     "<frameset" (DROP_NEVER): before the body, a tag libxml2 gets
+ *     decides where it implies <html>, <head>, <body> and <p> (and whether
+ *     a later <head> or <body>, whose style attribute is read, is
+ *     dropped); once body is on libxml2's stack it stays there until one
+ *     of those;
+ *   - no text-only element (inert_container: title, textarea, xmp,
+ *     iframe, noembed, noframes, plaintext) can be open: per name, the
+ *     start tags handed over less the end tags seen, never below 0
+ *     (libxml2 holds at most that many: an end tag pops the innermost one
+ *     if any, auto-close only pops);
+ *   - the name is one of sh_unread_tag's, and the start tag has no style
+ *     attribute (css_and_title_at_tag scans any element's);
+ *   - it lies in one block after some other byte of it (as values).
+ * What on_start sees of the elements that go is their place in libxml2's
+ * stack (none of their attributes is read). The stack decides where a
+ * text-only element ends (inert), where the first <title> ends, which
+ * element a <style>'s text belongs to, and the depth: the first three are
+ * out of reach (no such element is open while tags go; a style's links
+ * still come before any later link), the depth is not: max_depth counts
+ * the elements libxml2 holds, and the unread ones are no longer among
+ * them. One difference remains, on mis-nested markup only: an end tag that
+ * closes an unread element also closes the kept ones opened inside it
+ * (<div><a href=x></div>), which stay open in libxml2 when the div's tags
+ * went; a later stray end tag (</a> inside an <iframe>) may then close a
+ * text-only element in one reading and not in the other, and a link after
+ * it is counted inert in one and emitted in the other. test_links has the
+ * case. */
+
+enum { DROP_NOT_YET = 0, DROP_ON, DROP_NEVER };
+
+/* The elements whose tags may go, lowercase, by length (each string the
+ * names of that length one after the other): none is read by on_start,
+ * nor by libxml2 for anything but its place in the stack (test_links
+ * checks that none yields a link, and holds the same list). */
+static const char *const unread_tags[11] = {
+    [1] = "bipqsu",
+    [2] = "brdddldtemh1h2h3h4h5h6hrliolrbrprttdthtrttul",
+    [3] = "bdibdobigcoldeldfndirdivinskbdmapnavprertcsubsupvarwbr",
+    [4] = "abbrcitecodedatafontmainmarkmenunobrrubysampspantime",
+    [5] = "asidelabelmetersmalltabletbodytfootthead",
+    [6] = "buttoncenterfigurefooterheaderhgrouplegendoptionoutputselectstrike"
+          "strong",
+    [7] = "acronymaddressarticlecaptiondetailspicturesectionsummary",
+    [8] = "colgroupfieldsetoptgroupprogress",
+    [10] = "blockquotefigcaption",
+};
+
+static bool sh_unread_tag(const char *m, size_t n)
+{
+    if (n == 0 || n > 10 || unread_tags[n] == NULL)
+        return false;
+    for (const char *t = unread_tags[n]; *t != '\0'; t += n)
+        if (t[0] == m[0] && memcmp(t, m, n) == 0)
+            return true;
+    return false;
+}
+
+/* inert_container's names: index, or -1. */
+static int sh_inert_index(const char *m, size_t n)
+{
+    static const char *const names[N_INERT] = {"title", "textarea", "xmp", "iframe",
+                                               "noembed", "noframes", "plaintext"};
+    if (n < 3 || n > 9 || strchr("inptx", m[0]) == NULL)
+        return -1;
+    for (int k = 0; k < N_INERT; k++)
+        if (strlen(names[k]) == n && memcmp(names[k], m, n) == 0)
+            return k;
+    return -1;
+}
+
+/* A tag's '<' is s[i] (*from as for sh_tag): where it starts, for
+ * sh_drop_tag. It goes in the block the bytes before it end. */
+static void sh_mark_lt(links_parser *p, const unsigned char *s, size_t i, size_t *from)
+{
+    if (p->blk_orig + (i - *from) >= BLOCK) { /* a block ends before it */
+        blk_put(p, s + *from, i - *from);
+        *from = i;
+    }
+    p->sh_lt = p->sh_s0 + i;
+    p->sh_ltcut = p->sh_cutb;
+    p->sh_ltflush = p->blk_flushes;
+    p->sh_tdrop = false;
+}
+
+/* The tag that began at sh_lt ends before s[e]: it goes whole if it lies
+ * in this block after some other byte. When none of it is in blk yet, it
+ * is skipped rather than copied and cut (what blk_put and sh_cut would
+ * have left). */
+static void sh_drop_tag(links_parser *p, const unsigned char *s, size_t e, size_t *from)
+{
+    p->sh_tdrop = false;
+    if (p->sh_tn >= SH_TMAX || p->sh_ltflush != p->blk_flushes)
+        return;
+    if (p->sh_s0 + *from <= p->sh_lt) {
+        size_t lt = (size_t)(p->sh_lt - p->sh_s0), len = e - lt;
+        if (p->blk_orig + (lt - *from) + len >= BLOCK)
+            return; /* it reaches the block's end */
+        blk_put(p, s + *from, lt - *from);
+        *from = lt;
+        if (p->blk_len == 0)
+            return;
+        size_t at = p->blk_len - 1;
+        if (p->blk_half == SIZE_MAX && p->blk_orig + len > BLOCK / 2)
+            p->blk_half = p->blk_len;
+        p->blk_orig += len;
+        p->blk_total += len;
+        p->sh_cutb += len;
+        p->st.elided_tags += len;
+        if (p->sh_tn > 0 && p->sh_tpos[p->sh_tn - 1] == at) {
+            p->sh_td[p->sh_tn - 1] = (uint16_t)(p->sh_td[p->sh_tn - 1] + len);
+        } else {
+            p->sh_tpos[p->sh_tn] = (uint16_t)at;
+            p->sh_td[p->sh_tn++] = (uint16_t)len;
+        }
+        *from = e;
+        return;
+    }
+    blk_put(p, s + *from, e - *from);
+    *from = e;
+    if (p->stopped || p->sh_ltflush != p->blk_flushes)
+        return; /* a block ended in it */
+    uint64_t len = p->blk_total - p->sh_lt - (p->sh_cutb - p->sh_ltcut);
+    if (len >= p->blk_len)
+        return;
+    size_t at = p->blk_len - (size_t)len;
+    p->st.elided_tags += len;
+    sh_cut(p, at - 1, at);
+}
+
+/* A start tag's name is complete (sh_name, sh_nlen): may it go, and what
+ * it tells of the page. */
+static void sh_tag_named(links_parser *p)
+{
+    const char *m = p->sh_name;
+    size_t n = p->sh_nlen;
+    int k = sh_inert_index(m, n);
+    if (k >= 0) {
+        p->sh_inert_n[k]++;
+        p->sh_inert_open++;
+    }
+    p->sh_tbody = n == 4 && memcmp(m, "body", 4) == 0;
+    p->sh_thead = n == 4 && memcmp(m, "head", 4) == 0;
+    if (n == 8 && memcmp(m, "frameset", 8) == 0)
+        p->sh_drop = DROP_NEVER;
+    p->sh_tdrop = p->sh_drop == DROP_ON && p->sh_inert_open == 0 && sh_unread_tag(m, n);
+}
+
+/* An end tag's name is complete: the same. */
+static void sh_etag_named(links_parser *p)
+{
+    const char *m = p->sh_name;
+    size_t n = p->sh_nlen;
+    int k = sh_inert_index(m, n);
+    if (k >= 0 && p->sh_inert_n[k] > 0) {
+        p->sh_inert_n[k]--;
+        p->sh_inert_open--;
+    } else if (k < 0 && p->sh_inert_open > 0 && p->st.elided_tags > 0) {
+        p->st.tags_unsure = 1; /* it may close a text-only element in one reading only */
+    }
+    if (n == 4 && (memcmp(m, "html", 4) == 0 || memcmp(m, "body", 4) == 0))
+        p->sh_drop = DROP_NEVER;
+    p->sh_tdrop = p->sh_drop == DROP_ON && p->sh_inert_open == 0 && sh_unread_tag(m, n);
+}
+
 /* In a start tag, from s[i]: follows it (g_step's syntax) to its end or
  * the end of the input; *from: the first byte not yet given to blk_put.
  * With g, the guard's one reading moves with it (the same syntax, byte for
@@ -1551,9 +1757,13 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                 p->sh_raw = p->sh_nlen == 6 && memcmp(p->sh_name, "script", 6) == 0 ? 1
                           : p->sh_nlen == 5 && memcmp(p->sh_name, "style", 5) == 0 ? 2 : 0;
                 sh_tx_tag(p);
+                sh_tag_named(p);
+                p->sh_bare = false;
                 p->sh_t = G_BEFORE;
             } else {
                 p->sh_vok = !sh_name_read(p);
+                if (p->sh_nlen == 5 && memcmp(p->sh_name, "style", 5) == 0)
+                    p->sh_tdrop = false; /* css_and_title_at_tag reads it */
                 p->sh_t = G_AFTERNAME;
             }
             continue;
@@ -1572,9 +1782,12 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                 }
                 p->sh_aorig = p->blk_orig + (i - *from);
                 p->sh_aflush = p->blk_flushes;
+                p->sh_abare = p->sh_bare;
+                p->sh_bare = false;
                 p->sh_t = G_ANAME;
                 p->sh_nlen = 0;
             } else {
+                p->sh_bare = false;
                 p->sh_t = G_BOGUS;
             }
             continue;
@@ -1583,6 +1796,7 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                 p->sh_t = G_BEFOREVAL;
                 i++;
             } else {
+                p->sh_bare = true; /* an attribute without a value */
                 p->sh_t = G_BEFORE;
             }
             continue;
@@ -1678,8 +1892,15 @@ end:
     }
     if (p->sh_thtml && empty)
         p->sh_tx = TX_NEVER;
+    /* "<body/>" pops body, or (dropped as a second one) whatever is open */
+    if (empty && (p->sh_thtml || p->sh_tbody || p->sh_thead))
+        p->sh_drop = DROP_NEVER;
+    else if (p->sh_tbody && p->sh_drop == DROP_NOT_YET)
+        p->sh_drop = DROP_ON;
     p->sh = p->sh_raw != 0 ? SH_RAW : SH_TEXT;
     p->sh_ttext = p->sh_raw != 0 ? UINT64_MAX : p->sh_s0 + i + 1;
+    if (p->sh_tdrop)
+        sh_drop_tag(p, s, i + 1, from);
     return i + 1;
 }
 
@@ -1708,14 +1929,17 @@ static size_t sh_then(links_parser *p, bool ok, uint8_t next, size_t i)
 }
 
 /* One step outside start tags, at s[i] (i < n); returns where to go on. */
-static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t n)
+static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t n,
+                      size_t *from)
 {
     unsigned char c = s[i];
     switch (p->sh) {
     case SH_TEXT: {
         size_t j = sh_find(p, s, i, n, '<', SH_LT);
-        if (p->sh == SH_LT)
+        if (p->sh == SH_LT) {
             p->sh_ttext = UINT64_MAX; /* ended here, kept */
+            sh_mark_lt(p, s, j - 1, from);
+        }
         return j;
     }
     case SH_LT:
@@ -1746,7 +1970,7 @@ static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t 
         if (p->sh == SH_ETNAME) {
             while (j < n && g_namechar(s[j]))
                 j++;
-            for (size_t k = i; k < j && p->sh_nlen + (k - i) < 4; k++)
+            for (size_t k = i; k < j && p->sh_nlen + (k - i) < SH_NAME_KEEP; k++)
                 p->sh_name[p->sh_nlen + (k - i)] = (char)lower(s[k]);
         } else {
             while (j < n && is_alpha(s[j]))
@@ -1756,18 +1980,26 @@ static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t 
         if (p->sh_nlen > SH_NAME_MAX) {
             sh_off(p);
         } else if (j < n) {
-            if (p->sh == SH_ETNAME && p->sh_nlen == 4 && memcmp(p->sh_name, "html", 4) == 0)
-                p->sh_tx = TX_NEVER; /* "</html": see "Unread text" */
+            if (p->sh == SH_ETNAME) {
+                if (p->sh_nlen == 4 && memcmp(p->sh_name, "html", 4) == 0)
+                    p->sh_tx = TX_NEVER; /* "</html": see "Unread text" */
+                sh_etag_named(p);
+            }
             p->sh = p->sh == SH_ETNAME ? SH_ETEND : SH_DOCTE;
         }
         return j;
     }
     case SH_ETEND:
     case SH_DOCTE:
-    case SH_RAWEND:
+    case SH_RAWEND: {
         if (g_blank(c))
             return i + 1;
-        return sh_then(p, c == '>', SH_TEXT, i);
+        bool drop = p->sh == SH_ETEND && c == '>' && p->sh_tdrop;
+        size_t j = sh_then(p, c == '>', SH_TEXT, i);
+        if (drop)
+            sh_drop_tag(p, s, j, from);
+        return j;
+    }
     case SH_BANG:
         if (c == '-') {
             p->sh = SH_BANG1;
@@ -1844,7 +2076,7 @@ static void sh_run(links_parser *p, const unsigned char *s, size_t i, size_t n, 
                    uint8_t until)
 {
     while (i < n && p->sh != SH_OFF && p->sh != until && !p->stopped)
-        i = p->sh == SH_TAG ? sh_tag(p, s, i, n, from, NULL) : sh_step(p, s, i, n);
+        i = p->sh == SH_TAG ? sh_tag(p, s, i, n, from, NULL) : sh_step(p, s, i, n, from);
 }
 
 /* UTF-8 (NULs replaced) on its way to blk_put, unread values shortened. */
@@ -1894,8 +2126,10 @@ static size_t fused_scan(links_parser *p, const unsigned char *s, size_t n, bool
             }
             if (i >= n)
                 break;
-            if (p->sh == SH_TEXT)
+            if (p->sh == SH_TEXT) {
                 sh_text_end(p, s, i, &from);
+                sh_mark_lt(p, s, i, &from);
+            }
             p->g_run = 0; /* guard_char(p, '<') with no reading */
             p->g_lt = true;
             if (p->sh != SH_TEXT) {
@@ -2299,6 +2533,14 @@ void links_reset(links_parser *p, const char *content_type)
     p->sh_tx = TX_START;
     p->sh_thtml = false;
     p->sh_ttext = UINT64_MAX;
+    p->sh_drop = DROP_NOT_YET;
+    p->sh_tdrop = false;
+    p->sh_tbody = false;
+    p->sh_thead = false;
+    memset(p->sh_inert_n, 0, sizeof p->sh_inert_n);
+    p->sh_inert_open = 0;
+    p->sh_cutb = 0;
+    p->sh_offdrop = false;
     p->blk_total = 0;
     p->finished = false;
     p->stopped = false;

@@ -83,17 +83,23 @@ typedef struct links_opts {
                              longer: dropped */
     size_t max_bytes;     /* body bytes parsed per page (16 MiB); the rest is
                              ignored, LINKS_TRUNC_BYTES */
-    size_t max_depth;     /* open elements (256, as libxml2's tree builder);
-                             deeper stops the page, LINKS_TRUNC_DEPTH */
+    size_t max_depth;     /* elements open in libxml2 (256, as its tree
+                             builder); deeper stops the page,
+                             LINKS_TRUNC_DEPTH. Without keep_values, elements
+                             nothing reads (div, span, ...) are not given to
+                             libxml2 inside <body> and do not count */
     size_t max_attrs;     /* attributes in one tag (256); more stops the page,
                              LINKS_TRUNC_ATTRS */
     const char *agent;    /* our robots product token: <meta name=AGENT> is
                              read as <meta name=robots> is; NULL: none. Copied. */
     int keep_values;      /* non-zero: libxml2 gets every attribute value as
                              is; 0: the quoted values of attributes nothing
-                             reads, and text runs outside the title, are cut
-                             where that is exact (faster; same links, base,
-                             title and stats) */
+                             reads, text runs outside the title and, inside
+                             <body>, the tags of elements nothing reads are
+                             cut where that changes nothing on_start sees
+                             (faster; same links, base, title and stats, but
+                             for max_depth above and links.c's "Unread tags"
+                             on mis-nested markup) */
 } links_opts;
 
 /* Why a link was not emitted (links_stats.dropped[]). */
@@ -154,6 +160,15 @@ typedef struct links_stats {
                               not given (0 with keep_values) */
     uint64_t elided_text;  /* bytes of unread text between tags libxml2 was
                               not given (0 with keep_values) */
+    uint64_t elided_tags;  /* bytes of tags of elements nothing reads that
+                              libxml2 was not given (0 with keep_values) */
+    unsigned tags_unsure;  /* 1: tags went and then the markup was such that
+                              libxml2 might have ended a text-only element
+                              (textarea, iframe, ...) elsewhere had they not:
+                              an end tag inside one, or one after the
+                              shortener stopped; links after it may count as
+                              inert in one reading and not in the other
+                              (links.c, "Unread tags") */
 } links_stats;
 
 /* A parser ready for a first page (as after links_reset(p, NULL)). cb may not
