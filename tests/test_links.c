@@ -1618,6 +1618,13 @@ static void unread_tags_that_stay(void **state)
     run(page, strlen(page), NULL, &cut, WHOLE, 0, &r);
     assert_int_equal(r.st.elided_tags, 0);
     result_release(&r);
+    /* a quote where no value is: libxml2's lookahead holds back what
+     * follows the tag (here until the page is stopped before a tag of more
+     * than max_attrs attributes); found by fuzz_links */
+    static const char odd[] = "<body><p\"><video src><m\te\tu\tz\tp\te";
+    links_opts few = {.max_attrs = 4};
+    same_both_ways(odd, strlen(odd), NULL, &few, 0);
+    assert_int_equal(tags_elided, 0);
     static const char page2[] = "<body><div></div><body/><div></div>";
     run(page2, strlen(page2), NULL, &cut, WHOLE, 0, &r);
     assert_int_equal(r.st.elided_tags, strlen("<div></div>"));

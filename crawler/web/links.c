@@ -1548,6 +1548,9 @@ static void sh_text_end(links_parser *p, const unsigned char *s, size_t e, size_
  *     if any, auto-close only pops);
  *   - the name is one of sh_unread_tag's, and the start tag has no style
  *     attribute (css_and_title_at_tag scans any element's);
+ *   - no quote in it but around values: libxml2 waits for a start tag's
+ *     '>' with a lookahead that takes any quote as one (<p"> holds back
+ *     what follows it, up to a second quote or the end);
  *   - it lies in one block after some other byte of it (as values).
  * What on_start sees of the elements that go is their place in libxml2's
  * stack (none of their attributes is read). The stack decides where a
@@ -1788,6 +1791,8 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
                 p->sh_nlen = 0;
             } else {
                 p->sh_bare = false;
+                if (c == '"' || c == '\'')
+                    p->sh_tdrop = false; /* as in G_UVAL below */
                 p->sh_t = G_BOGUS;
             }
             continue;
@@ -1864,9 +1869,12 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
             continue;
         }
         default: /* G_UVAL, G_BOGUS */
-            while (i < n && !g_blank(s[i]) && s[i] != '>' &&
-                   (g == NULL || (s[i] != '<' && s[i] != 0)))
-                i++;
+            for (; i < n && !g_blank(s[i]) && s[i] != '>' &&
+                   (g == NULL || (s[i] != '<' && s[i] != 0));
+                 i++)
+                if (s[i] == '"' || s[i] == '\'')
+                    p->sh_tdrop = false; /* libxml2's lookahead for the '>'
+                                            would read it as a quote */
             if (i >= n)
                 return n;
             if (s[i] == '>')
