@@ -74,6 +74,29 @@ static void host_mode_is_the_seeds_hosts(void **state)
     scope_free(s);
 }
 
+/* Each thread keeps the verdict of its last host (scope.c, host_memo): a
+ * seed added since, or another scope judging the same host, must not get
+ * the kept one. */
+static void the_last_hosts_verdict_goes_stale(void **state)
+{
+    (void)state;
+    const char *one[] = { "http://a.test/", NULL };
+    const char *two[] = { "http://a.test/", "http://c.test/", NULL }; /* as many adds */
+    for (int mode = SCOPE_MODE_HOST; mode <= SCOPE_MODE_DOMAIN; mode++) {
+        scope *s = make(mode, one), *t = make(mode, two);
+        assert_verdict(s, "http://b.test/1", 1, SCOPE_OUT_OF_SCOPE);
+        assert_verdict(s, "http://b.test/2", 1, SCOPE_OUT_OF_SCOPE);
+        assert_int_equal(scope_add_seed(s, "http://b.test/", 14), 0);
+        assert_verdict(s, "http://b.test/3", 1, SCOPE_ALLOWED);
+        assert_verdict(t, "http://b.test/3", 1, SCOPE_OUT_OF_SCOPE); /* the same host */
+        assert_verdict(s, "http://b.test/4", 1, SCOPE_ALLOWED);
+        assert_verdict(s, "http://a.test/5", 1, SCOPE_ALLOWED);
+        assert_verdict(s, "http://a.testx/6", 1, SCOPE_OUT_OF_SCOPE); /* not a prefix match */
+        scope_free(t);
+        scope_free(s);
+    }
+}
+
 static void domain_mode_uses_the_public_suffix_list(void **state)
 {
     (void)state;
@@ -596,6 +619,7 @@ int main(void)
         cmocka_unit_test(trap_query_params),
         cmocka_unit_test(verdicts_are_counted_by_reason),
         cmocka_unit_test(verdict_names),
+        cmocka_unit_test(the_last_hosts_verdict_goes_stale),
         cmocka_unit_test(seeds_added_while_others_check),
         cmocka_unit_test(out_of_memory),
     };
