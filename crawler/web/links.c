@@ -8,8 +8,10 @@
  *     -> to UTF-8: as is / ISO-8859-1 by hand / iconv (invalid -> U+FFFD)
  *     -> push_utf8() / fused_scan(): tag guard, NUL -> U+FFFD, and in
  *        the same pass attributes nothing reads removed (or their values
- *        cut to one byte) and text runs nothing reads cut to one byte,
- *        unless keep_values; see "Unread attribute values", "Unread text"
+ *        cut to one byte), text runs nothing reads cut to one byte and,
+ *        inside <body>, tags of elements nothing reads removed, unless
+ *        keep_values; see "Unread attribute values", "Unread text",
+ *        "Unread tags"
  *     -> blk_put(): 16 KiB blocks -> htmlParseChunk()
  *     -> on_start() (SAX startElement) -> emit() -> caller's callback
  *
@@ -187,6 +189,7 @@ struct links_parser {
     unsigned sh_ltflush;        /* blk_flushes then */
     uint64_t sh_cutb;           /* blk bytes cut on the page so far */
     bool sh_offdrop;            /* the shortener stopped after tags went */
+    bool sh_style_end;          /* a <style> ended since the last start tag */
 
     /* tag guard */
     uint32_t g_cnt[G_N];
@@ -1547,7 +1550,10 @@ static void sh_text_end(links_parser *p, const unsigned char *s, size_t e, size_
  *     (libxml2 holds at most that many: an end tag pops the innermost one
  *     if any, auto-close only pops);
  *   - the name is one of sh_unread_tag's, and the start tag has no style
- *     attribute (css_and_title_at_tag scans any element's);
+ *     attribute (css_and_title_at_tag scans any element's) and is not the
+ *     first after a </style> but html, head and body (a <style> is scanned
+ *     at the next start tag or text libxml2 reports, which a page stopped
+ *     early may not reach otherwise);
  *   - no quote in it but around values: libxml2 waits for a start tag's
  *     '>' with a lookahead that takes any quote as one (<p"> holds back
  *     what follows it, up to a second quote or the end);
@@ -1683,7 +1689,10 @@ static void sh_tag_named(links_parser *p)
     p->sh_thead = n == 4 && memcmp(m, "head", 4) == 0;
     if (n == 8 && memcmp(m, "frameset", 8) == 0)
         p->sh_drop = DROP_NEVER;
-    p->sh_tdrop = p->sh_drop == DROP_ON && p->sh_inert_open == 0 && sh_unread_tag(m, n);
+    p->sh_tdrop = p->sh_drop == DROP_ON && p->sh_inert_open == 0 && !p->sh_style_end &&
+                  sh_unread_tag(m, n);
+    if (!p->sh_thtml && !p->sh_tbody && !p->sh_thead)
+        p->sh_style_end = false; /* those libxml2 may drop: no on_start */
 }
 
 /* An end tag's name is complete: the same. */
@@ -2003,6 +2012,8 @@ static size_t sh_step(links_parser *p, const unsigned char *s, size_t i, size_t 
         if (g_blank(c))
             return i + 1;
         bool drop = p->sh == SH_ETEND && c == '>' && p->sh_tdrop;
+        if (p->sh == SH_RAWEND && c == '>' && p->sh_raw == 2)
+            p->sh_style_end = true;
         size_t j = sh_then(p, c == '>', SH_TEXT, i);
         if (drop)
             sh_drop_tag(p, s, j, from);
@@ -2549,6 +2560,7 @@ void links_reset(links_parser *p, const char *content_type)
     p->sh_inert_open = 0;
     p->sh_cutb = 0;
     p->sh_offdrop = false;
+    p->sh_style_end = false;
     p->blk_total = 0;
     p->finished = false;
     p->stopped = false;
