@@ -1655,6 +1655,12 @@ static void unread_tags_where_the_readings_part(void **state)
     assert_int_equal(a.st.tags_unsure, 0);
     result_release(&a);
     result_release(&b);
+    /* a second <html/> pops whatever is open: the <span> in one reading,
+     * the body in the other (found by random_pages_both_ways, seed 221) */
+    static const char pop[] = "<body><span><html/><body></html><title>t</title>";
+    run(pop, strlen(pop), NULL, &cut, WHOLE, 0, &b);
+    assert_int_equal(b.st.tags_unsure, 1);
+    result_release(&b);
     /* the same without the cut <p>: one reading, nothing flagged */
     static const char nested[] = "<body><p><textarea></textarea></p><style>a{b:url(/s.png)}</style>";
     run(nested, strlen(nested), NULL, &cut, WHOLE, 0, &b);

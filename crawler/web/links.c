@@ -1570,8 +1570,10 @@ static void sh_text_end(links_parser *p, const unsigned char *s, size_t e, size_
  * (<div><a href=x></div>), which stay open in libxml2 when the div's tags
  * went; a later stray end tag (</a> inside an <iframe>) may then close a
  * text-only element in one reading and not in the other, and a link after
- * it is counted inert in one and emitted in the other. test_links has the
- * case. */
+ * it is counted inert in one and emitted in the other. The same where a
+ * second "<body/>" (or head, html) pops whatever element is open, which
+ * then is not the same one in both. links_stats.tags_unsure marks such
+ * pages; test_links has the cases. */
 
 enum { DROP_NOT_YET = 0, DROP_ON, DROP_NEVER };
 
@@ -1909,9 +1911,13 @@ end:
     }
     if (p->sh_thtml && empty)
         p->sh_tx = TX_NEVER;
-    /* "<body/>" pops body, or (dropped as a second one) whatever is open */
-    if (empty && (p->sh_thtml || p->sh_tbody || p->sh_thead))
+    /* "<body/>" pops body, or (dropped as a second one) whatever is open:
+     * once tags went, that is not the same element in both readings */
+    if (empty && (p->sh_thtml || p->sh_tbody || p->sh_thead)) {
         p->sh_drop = DROP_NEVER;
+        if (p->st.elided_tags > 0)
+            p->st.tags_unsure = 1;
+    }
     else if (p->sh_tbody && p->sh_drop == DROP_NOT_YET)
         p->sh_drop = DROP_ON;
     p->sh = p->sh_raw != 0 ? SH_RAW : SH_TEXT;

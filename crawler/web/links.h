@@ -163,12 +163,13 @@ typedef struct links_stats {
     uint64_t elided_tags;  /* bytes of tags of elements nothing reads that
                               libxml2 was not given (0 with keep_values) */
     unsigned tags_unsure;  /* 1: tags went and then the markup was such that
-                              libxml2 might have ended a text-only element
-                              (textarea, iframe, ...) elsewhere had they not:
-                              an end tag inside one, or one after the
-                              shortener stopped; links after it may count as
-                              inert in one reading and not in the other
-                              (links.c, "Unread tags") */
+                              libxml2 might have closed other elements had
+                              they not: an end tag inside a text-only
+                              element (textarea, iframe, ...), one after the
+                              shortener stopped, a second <body/>; links
+                              after it may count as inert (and the title end)
+                              in one reading and not in the other (links.c,
+                              "Unread tags") */
 } links_stats;
 
 /* A parser ready for a first page (as after links_reset(p, NULL)). cb may not
