@@ -1385,19 +1385,25 @@ typedef struct gfuse {
 /* blk ends at keep, the bytes cut recorded at at, the offset of the last
  * byte kept before them (the block bookkeeping in blk_flush); the half
  * moves to where the cut is when it fell in what went. */
+/* d stream bytes went after blk offset at: for blk_flush's bookkeeping. */
+static void sh_record(links_parser *p, size_t at, size_t d)
+{
+    p->sh_cutb += d;
+    if (p->sh_tn > 0 && p->sh_tpos[p->sh_tn - 1] == at) { /* right after the last */
+        p->sh_td[p->sh_tn - 1] = (uint16_t)(p->sh_td[p->sh_tn - 1] + d);
+        return;
+    }
+    p->sh_tpos[p->sh_tn] = (uint16_t)at;
+    p->sh_td[p->sh_tn++] = (uint16_t)d;
+}
+
 static void sh_cut(links_parser *p, size_t at, size_t keep)
 {
     size_t n = p->blk_len;
     if (p->blk_half != SIZE_MAX && p->blk_half > at + 1)
         p->blk_half = at + 1;
     p->blk_len = keep;
-    p->sh_cutb += n - keep;
-    if (p->sh_tn > 0 && p->sh_tpos[p->sh_tn - 1] == at) { /* right after the last */
-        p->sh_td[p->sh_tn - 1] = (uint16_t)(p->sh_td[p->sh_tn - 1] + (n - keep));
-        return;
-    }
-    p->sh_tpos[p->sh_tn] = (uint16_t)at;
-    p->sh_td[p->sh_tn++] = (uint16_t)(n - keep);
+    sh_record(p, at, n - keep);
 }
 
 /* The value blk[sh_vstart..blk_len - 1) has ended, its closing quote
@@ -1653,14 +1659,8 @@ static void sh_drop_tag(links_parser *p, const unsigned char *s, size_t e, size_
             p->blk_half = p->blk_len;
         p->blk_orig += len;
         p->blk_total += len;
-        p->sh_cutb += len;
         p->st.elided_tags += len;
-        if (p->sh_tn > 0 && p->sh_tpos[p->sh_tn - 1] == at) {
-            p->sh_td[p->sh_tn - 1] = (uint16_t)(p->sh_td[p->sh_tn - 1] + len);
-        } else {
-            p->sh_tpos[p->sh_tn] = (uint16_t)at;
-            p->sh_td[p->sh_tn++] = (uint16_t)len;
-        }
+        sh_record(p, at, len);
         *from = e;
         return;
     }
