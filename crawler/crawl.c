@@ -1024,6 +1024,15 @@ static void hook_room(void *ctx, unsigned free_slots)
 
 /* ---- open / close ------------------------------------------------------ */
 
+/* The retention deleted row id (writer thread): the frontier, made after
+ * the seen-set but before the first tick, forgets it. */
+static void forget_row(void *arg, int64_t id)
+{
+    crawl *c = arg;
+    if (c->fr != NULL)
+        frontier_forget_id(c->fr, id);
+}
+
 static int open_seen(crawl *c, char *err, size_t errlen)
 {
     snprintf(c->snap_path, sizeof c->snap_path, "%s/%s", c->cfg->storage.state_dir, SNAPSHOT_NAME);
@@ -1043,7 +1052,7 @@ static int open_seen(crawl *c, char *err, size_t errlen)
     c->s = verifier_open_seen(c->ver, c->d, c->snap_path, &bp, &go, &so, c->log, "crawld", err,
                               errlen);
     if (c->s != NULL && go.retention_s > 0) {
-        c->ret = retention_new(c->s, c->d, c->log);
+        c->ret = retention_new(c->s, c->d, forget_row, c, c->log);
         if (c->ret == NULL) {
             snprintf(err, errlen, "out of memory");
             return -1;

@@ -15,6 +15,8 @@ struct retention {
     seen *s;
     gens *g;
     db *d;
+    db_id_fn forgot;
+    void *forgot_arg;
     FILE *log;
     int64_t cutoff;          /* the deletion's cutoff */
     int forgetting;          /* steps still to run for cutoff */
@@ -25,7 +27,7 @@ struct retention {
     int64_t next_check;      /* no window ends before (Unix s) */
 };
 
-retention *retention_new(seen *s, db *d, FILE *log)
+retention *retention_new(seen *s, db *d, db_id_fn forgot, void *forgot_arg, FILE *log)
 {
     gens *g = seen_gens(s);
     if (!gens_rotating(g) || d == NULL)
@@ -36,6 +38,8 @@ retention *retention_new(seen *s, db *d, FILE *log)
     r->s = s;
     r->g = g;
     r->d = d;
+    r->forgot = forgot;
+    r->forgot_arg = forgot_arg;
     r->log = log;
     atomic_store(&r->last_step, -1);
     /* rows stamped before the oldest live window: a deletion a crash cut
@@ -52,10 +56,13 @@ void retention_free(retention *r) { cr_free(r); }
 static void on_step(void *ud, const db_result *res)
 {
     retention *r = ud;
-    if (res->status < 0)
+    if (res->status < 0) {
         atomic_store(&r->step_failed, 1);
-    else
+    } else {
+        for (int i = 0; r->forgot != NULL && res->ids != NULL && i < res->status; i++)
+            r->forgot(r->forgot_arg, res->ids[i]);
         atomic_store(&r->last_step, res->status);
+    }
     atomic_store(&r->in_flight, 0);
 }
 

@@ -7,7 +7,8 @@
  * deletion a crash cut short.
  *
  * Threads: retention_tick and retention_stats from the scheduler thread
- * only; the db_forget callback (writer thread) touches only atomics. */
+ * only; the db_forget callback (writer thread) touches only atomics and
+ * calls forgot. */
 #ifndef CRAWLD_RETENTION_H
 #define CRAWLD_RETENTION_H
 
@@ -28,8 +29,11 @@ typedef struct retention_stats {
 } retention_stats;
 
 /* NULL when s has no retention (nothing to drive) or memory runs out;
- * log (may be NULL) gets a line per rotation. */
-retention *retention_new(seen *s, db *d, FILE *log);
+ * log (may be NULL) gets a line per rotation. forgot (may be NULL) is
+ * told each deleted row's id on the writer thread, before the writer's
+ * next batch (which may give a new row the same id): the frontier's
+ * known set forgets it. */
+retention *retention_new(seen *s, db *d, db_id_fn forgot, void *forgot_arg, FILE *log);
 void retention_free(retention *r);
 /* Call often (each scheduler turn); now_s is Unix seconds. Cheap when no
  * window ends. 0, or < 0 when the store refused a step (retried next turn). */

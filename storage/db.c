@@ -1601,6 +1601,9 @@ int db_forget(db *d, int64_t cutoff, int limit, db_done_fn cb, void *ud)
     if (limit < 1 || limit > DB_FORGET_MAX)
         return -EINVAL;
     memset(&o, 0, sizeof o);
+    o.mem = cr_calloc((size_t)limit, sizeof(int64_t)); /* the deleted ids */
+    if (o.mem == NULL)
+        return -ENOMEM;
     o.type = OP_FORGET;
     o.linked = cutoff;
     o.fetched_at = cr_wall_ms(); /* rows due by now are kept */
@@ -1735,12 +1738,12 @@ static int apply_linked(db *d, struct op *o)
 }
 
 /* Deletes up to o->kind rows stamped before o->linked; o->status = how
- * many. The batch's counts follow (delta). */
+ * many, their ids in o->mem. The batch's counts follow (delta). */
 static int apply_forget(db *d, struct op *o)
 {
     sqlite3_stmt *pick = d->st[ST_FORGET_PICK], *del = d->st[ST_FORGET_DEL];
-    int64_t ids[256];
-    int states[256];
+    int64_t *ids = o->mem;
+    int states[DB_FORGET_MAX];
     int n = 0, rc;
     sqlite3_bind_int64(pick, 1, o->linked);
     sqlite3_bind_int(pick, 2, o->kind);
@@ -2183,7 +2186,9 @@ static void finish_batch(db *d, struct op *batch, size_t n, int batch_ok)
     for (size_t i = 0; i < n; i++) {
         struct op *o = &batch[i];
         if (o->cb != NULL) {
-            db_result r = { o->status, o->id, o->url, o->url_len };
+            db_result r = { o->status, o->id, o->url, o->url_len, NULL };
+            if (o->type == OP_FORGET && o->status > 0)
+                r.ids = o->mem;
             o->cb(o->ud, &r);
         }
     }

@@ -149,6 +149,7 @@ typedef struct db_result {
     int64_t id;      /* the row's id, new or existing; 0 on error */
     const char *url; /* the URL that was inserted (valid during the callback) */
     size_t url_len;
+    const int64_t *ids; /* db_forget: the ids of the rows it deleted (status of them) */
 } db_result;
 
 /* Called on the writer thread after COMMIT; quick, no db_* calls. */
@@ -272,7 +273,10 @@ int db_put_host_stats(db *d, const char *host, int64_t pages, const char *data);
  * db_forget queues the deletion of up to limit (1..DB_FORGET_MAX) rows
  * stamped before cutoff that are not queued, in flight or due for a
  * re-crawl; cb gets
- * status = rows deleted (fewer than limit: none are left), or < 0. Call
+ * status = rows deleted (fewer than limit: none are left), or < 0, and
+ * the deleted rows' ids (db_result.ids): SQLite gives a later insert the
+ * id of a deleted last row again, so whoever remembers rows by id (the
+ * frontier's known set) must forget these before the next batch. Call
  * it again while it deletes limit rows: each call is one bounded step in
  * the writer's queue, so the crawl's own writes go on in between. */
 #define DB_FORGET_MAX 256

@@ -2286,11 +2286,17 @@ static void test_state_names(void **state)
 static int64_t forget_status;
 static int forget_calls;
 
+static int64_t forget_ids[16];
+static int n_forget_ids;
+
 static void on_forget(void *ud, const db_result *r)
 {
     (void)ud;
     forget_status = r->status;
     forget_calls++;
+    assert_true(r->status <= 0 || r->ids != NULL);
+    for (int i = 0; i < r->status && n_forget_ids < 16; i++)
+        forget_ids[n_forget_ids++] = r->ids[i];
 }
 
 static int count_linked(void *ud, int64_t id, const char *url, size_t len, int64_t linked)
@@ -2353,6 +2359,7 @@ static void test_forget_in_bounded_steps(void **state)
     assert_int_equal(db_forget(d, 200, DB_FORGET_MAX + 1, on_forget, NULL), -EINVAL);
     int64_t steps[3];
     forget_calls = 0;
+    n_forget_ids = 0;
     for (int i = 0; i < 3; i++) {
         assert_int_equal(db_forget(d, 200, 2, on_forget, NULL), 0);
         assert_int_equal(db_flush(d), 0);
@@ -2362,6 +2369,14 @@ static void test_forget_in_bounded_steps(void **state)
     assert_int_equal(steps[0], 2); /* rows 1..4 are stamped 100: 2, 2, then none */
     assert_int_equal(steps[1], 2);
     assert_int_equal(steps[2], 0);
+    /* each step names the rows it deleted: ids 2..5 (f.example/1..4) */
+    assert_int_equal(n_forget_ids, 4);
+    int64_t seen_ids = 0;
+    for (int i = 0; i < n_forget_ids; i++) {
+        assert_true(forget_ids[i] >= 2 && forget_ids[i] <= 5);
+        seen_ids |= (int64_t)1 << forget_ids[i];
+    }
+    assert_int_equal(seen_ids, 0x3c);
     db_stats st;
     db_get_stats(d, &st);
     assert_int_equal(st.forgotten, 4);
@@ -2380,6 +2395,20 @@ static void test_forget_in_bounded_steps(void **state)
     /* a forgotten URL is new again */
     db_url again = url_of("https://f.example/1", "f.example", 1);
     assert_int_equal(db_insert_url_wait(d, &again, NULL), 1);
+    /* the last row's id comes again once it is deleted: why the ids are told */
+    db_url last = url_of("https://f.example/last", "f.example", 1);
+    last.state = DB_STATE_DONE;
+    last.linked_s = 100;
+    int64_t last_id = 0, next_id = 0;
+    assert_int_equal(db_insert_url_wait(d, &last, &last_id), 1);
+    n_forget_ids = 0;
+    assert_int_equal(db_forget(d, 200, 2, on_forget, NULL), 0);
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(n_forget_ids, 1);
+    assert_int_equal(forget_ids[0], last_id);
+    db_url other = url_of("https://f.example/other", "f.example", 1);
+    assert_int_equal(db_insert_url_wait(d, &other, &next_id), 1);
+    assert_int_equal(next_id, last_id);
     assert_int_equal(db_close(d), 0);
 }
 
