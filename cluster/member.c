@@ -267,16 +267,6 @@ static int coordinate(member *m)
     uint32_t *owner = NULL;
     size_t n = 0;
     int rc;
-    /* a finished crawl's map stays: a node that exited first (its leases
-     * released, nothing handed over) would else have its slots taken, and
-     * their rows rescued from its store, by the nodes still exiting */
-    key(m, k, "done");
-    rc = redis_cmd(m->rc, &cur, "EXISTS", k, NULL);
-    bool done = rc == 0 && redis_reply_int(cur) == 1;
-    redis_reply_free(cur);
-    cur = NULL;
-    if (rc < 0 || done)
-        goto out;
     key(m, k, "members");
     rc = redis_cmd(m->rc, &mem, "SMEMBERS", k, NULL);
     if (rc < 0)
@@ -330,6 +320,18 @@ static int coordinate(member *m)
             goto out;
     }
     if (nlive == 0)
+        goto out;
+    /* a finished crawl's map stays: a node that exited first (its leases
+     * released, nothing handed over) would else have its slots taken, and
+     * their rows rescued from its store, by the nodes still exiting. Read
+     * after the members: a node sets P done (or sees it) before it leaves,
+     * so a member missing above means done shows here */
+    key(m, k, "done");
+    rc = redis_cmd(m->rc, &cur, "EXISTS", k, NULL);
+    bool done = rc == 0 && redis_reply_int(cur) == 1;
+    redis_reply_free(cur);
+    cur = NULL;
+    if (rc < 0 || done)
         goto out;
     slotmap_assign(live, nlive, m->slots, owner);
     key(m, k, "map");
