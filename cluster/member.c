@@ -545,6 +545,8 @@ static int loaded_here(member *m, uint32_t s)
         m->unloaded[s] = false; /* it was loaded: the copy is an orphan's */
         fence(m, s);
         m->info.loads_lost++;
+        if (m->o.load_lost != NULL)
+            m->o.load_lost(m->o.hook_arg, s);
     }
     return rc;
 }

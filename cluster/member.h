@@ -106,6 +106,10 @@ typedef struct member_opts {
      * node rescued it while this one was down), kept once this node takes
      * the lease while P"holder" names it. NULL: none. */
     void (*suspect)(void *arg, uint32_t slots, bool *out /* OUT */);
+    /* load_lost: a load or rescue of slot outlasted the lease and another
+     * node took the slot meanwhile (member_info.loads_lost); the copy here
+     * is an orphan's and goes through orphaned. NULL: not told. */
+    void (*load_lost)(void *arg, uint32_t slot);
     void *hook_arg;
 } member_opts;
 

@@ -305,6 +305,14 @@ static int rescue(void *arg, uint32_t slot, const char *from, const char *store_
     return 0;
 }
 
+static void load_lost(void *arg, uint32_t slot)
+{
+    clusterrun *r = arg;
+    fprintf(r->log, "crawld: cluster: slot %u: loading it here outlasted the lease and another"
+                    " node took it meanwhile; this node does not fetch it, and drops the rows it"
+                    " loaded once that node holds them\n", slot);
+}
+
 static void loaded(void *arg, uint32_t slot, const char *ckpt)
 {
     (void)arg;
@@ -376,6 +384,12 @@ static void status(void *arg, crawl_cluster_status *out)
     out->wanted = in.member.wanted;
     out->epoch = in.member.epoch;
     out->leases_lost = in.member.lost;
+    out->handed_over = in.member.handed_over;
+    out->loads = in.member.loads;
+    out->rescues = in.member.rescues;
+    out->stranded = in.member.stranded;
+    out->loads_lost = in.member.loads_lost;
+    out->orphans_dropped = in.member.orphans_dropped;
     out->redis_errors = in.member.redis_errors;
     out->outbox = in.outbox;
     out->forwarded = in.forwarder.forwarded;
@@ -489,7 +503,8 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
                     .lease_ms = cfg->cluster.lease_ms, .grace_ms = cfg->cluster.grace_ms,
                     .handover = handover, .released = released, .stranded = stranded,
                     .load = load, .loaded = loaded, .store_dir = r->store, .rescue = rescue,
-                    .orphaned = orphaned, .suspect = suspect, .hook_arg = r },
+                    .orphaned = orphaned, .suspect = suspect, .load_lost = load_lost,
+                    .hook_arg = r },
         .outbox = r->ob, .apply = apply, .apply_arg = r,
         .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,
     };

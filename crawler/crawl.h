@@ -76,6 +76,11 @@ typedef struct crawl_cluster_status {
     uint32_t slots, held, wanted;
     uint64_t epoch;
     uint64_t leases_lost;      /* slot leases found gone at renewal (fenced) */
+    uint64_t handed_over, loads, rescues; /* slot moves: checkpoints written, loaded;
+                                             slots loaded from a gone node's store */
+    uint64_t stranded;         /* hand-overs that found another node holding the slot */
+    uint64_t loads_lost;       /* loads or rescues that outlasted the lease */
+    uint64_t orphans_dropped;  /* stale rows of lost slots dropped */
     uint64_t redis_errors;
     int64_t outbox;            /* links waiting in the outbox */
     uint64_t links_out;        /* links written to the outbox (crawl side) */

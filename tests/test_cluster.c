@@ -1749,7 +1749,7 @@ typedef struct fake_rescuer {
     int fail, orphan_fail;
     redis_conn *steal;       /* set: the rescue outlasts the lease, and node-b has
                                 taken the slot back meanwhile */
-    int calls, rescues, orphan_calls, orphans;
+    int calls, rescues, orphan_calls, orphans, lost_told;
     uint32_t last_slot;
     char from[64], dir[64];
 } fake_rescuer;
@@ -1785,6 +1785,12 @@ static int fake_orphaned(void *arg, uint32_t slot)
     return 0;
 }
 
+static void fake_load_lost(void *arg, uint32_t slot)
+{
+    (void)slot;
+    ((fake_rescuer *)arg)->lost_told++;
+}
+
 static const char *const DIRS[2] = { "/shared/state-a", "/shared/state-b" };
 
 /* node-a and node-b, stores DIRS registered, rescue hooks fr[i] (and the
@@ -1798,7 +1804,7 @@ static void join_rescuers(const redisd *d, uint32_t slots, fake_rescuer *fr, int
         member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
                           .slots = slots, .lease_ms = 200, .store_dir = DIRS[i],
                           .rescue = fake_rescue, .orphaned = orphans ? fake_orphaned : NULL,
-                          .hook_arg = &fr[i] };
+                          .load_lost = fake_load_lost, .hook_arg = &fr[i] };
         if (member_open(&o, &m[i], err, sizeof err) < 0)
             fail_msg("member_open: %s", err);
     }
@@ -1911,6 +1917,7 @@ static void a_finished_crawls_map_stays_when_a_node_exits(void **state)
     assert_int_equal(in.epoch, a0.epoch);
     assert_int_equal(in.rescues, 0);
     assert_int_equal(fr[0].calls, 0);
+    assert_int_equal(fr[0].lost_told, 0);
     free_two(m, c, d);
 }
 
@@ -2005,6 +2012,7 @@ static void a_rescue_that_outlasts_the_lease_is_given_up(void **state)
     }
     member_get_info(m[0], &in);
     assert_int_equal(in.loads_lost, had);
+    assert_int_equal(fr[0].lost_told, (int)had); /* each told (crawld logs it) */
     assert_int_equal(in.held, a_had);
     assert_int_equal(fr[0].orphans, (int)had);
     assert_int_equal(in.orphans_dropped, had);

@@ -84,6 +84,14 @@ static void random_status(crawl_status *st)
     st->db.ops = (int64_t)rnd_below(1000);
     st->db.commits = (int64_t)rnd_below(1000);
     st->db.failed_ops = (int64_t)rnd_below(1000);
+    st->cluster.on = rnd_below(2);
+    st->cluster.slots = 64;
+    st->cluster.handed_over = rnd_below(1000);
+    st->cluster.loads = rnd_below(1000);
+    st->cluster.rescues = rnd_below(1000);
+    st->cluster.stranded = rnd_below(1000);
+    st->cluster.loads_lost = rnd_below(1000);
+    st->cluster.orphans_dropped = rnd_below(1000);
     st->fill = cells;
     st->fill_len = 1 + rnd_below(FILL_CELLS);
     st->fill_total = st->fill_len;
@@ -151,6 +159,18 @@ static void test_json_carries_the_figures(void **state)
         else
             assert_null(ar);
         assert_non_null(json_object_get(j, "dedup"));
+        const json_t *cl = json_object_get(j, "cluster");
+        if (st.cluster.on) {
+            const json_t *mv = json_object_get(cl, "slot_moves");
+            assert_int_equal(int_at(mv, "handed_over"), (json_int_t)st.cluster.handed_over);
+            assert_int_equal(int_at(mv, "loaded"), (json_int_t)st.cluster.loads);
+            assert_int_equal(int_at(mv, "rescued"), (json_int_t)st.cluster.rescues);
+            assert_int_equal(int_at(mv, "stranded"), (json_int_t)st.cluster.stranded);
+            assert_int_equal(int_at(mv, "loads_lost"), (json_int_t)st.cluster.loads_lost);
+            assert_int_equal(int_at(mv, "orphans_dropped"), (json_int_t)st.cluster.orphans_dropped);
+        } else {
+            assert_null(cl);
+        }
         json_decref(j);
     }
 }
@@ -206,6 +226,17 @@ static void test_metrics_carry_the_figures(void **state)
             snprintf(line, sizeof line, "crawld_scope_rejects_total{reason=\"%s\"} %llu\n",
                      scope_verdict_name(v), (unsigned long long)st.scope_verdicts[v]);
             assert_non_null(strstr(text, line));
+        }
+        const struct { const char *what; uint64_t v; } moves[] = {
+            { "handed_over", st.cluster.handed_over }, { "loaded", st.cluster.loads },
+            { "rescued", st.cluster.rescues }, { "stranded", st.cluster.stranded },
+            { "loads_lost", st.cluster.loads_lost },
+            { "orphans_dropped", st.cluster.orphans_dropped },
+        };
+        for (size_t i = 0; i < sizeof moves / sizeof moves[0]; i++) {
+            snprintf(line, sizeof line, "crawld_cluster_slot_moves_total{what=\"%s\"} %llu\n",
+                     moves[i].what, (unsigned long long)moves[i].v);
+            assert_true((strstr(text, line) != NULL) == st.cluster.on);
         }
         free(text);
     }

@@ -176,6 +176,13 @@ json_t *status_json(const crawl_status *st)
                               (json_int_t)cs->leases_lost, "redis_errors",
                               (json_int_t)cs->redis_errors);
         if (o) {
+            json_object_set_new(
+                o, "slot_moves",
+                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "handed_over",
+                          (json_int_t)cs->handed_over, "loaded", (json_int_t)cs->loads,
+                          "rescued", (json_int_t)cs->rescues, "stranded",
+                          (json_int_t)cs->stranded, "loads_lost", (json_int_t)cs->loads_lost,
+                          "orphans_dropped", (json_int_t)cs->orphans_dropped));
             json_object_set_new(o, "outbox", json_integer((json_int_t)cs->outbox));
             json_object_set_new(o, "links_out", json_integer((json_int_t)cs->links_out));
             json_object_set_new(o, "outbox_errors", json_integer((json_int_t)cs->outbox_errors));
@@ -241,6 +248,16 @@ static void cluster_metrics(FILE *f, const crawl_cluster_status *cs)
                "# HELP crawld_cluster_leases_lost_total Slot leases found gone at renewal"
                " (the node had fenced itself).\n# TYPE crawld_cluster_leases_lost_total counter\n"
                "crawld_cluster_leases_lost_total %llu\n"
+               "# HELP crawld_cluster_slot_moves_total Slots moved: handed over with a"
+               " checkpoint, loaded from one, rescued from a gone node's store, hand-overs"
+               " another node overtook, loads that outlasted the lease, stale rows dropped.\n"
+               "# TYPE crawld_cluster_slot_moves_total counter\n"
+               "crawld_cluster_slot_moves_total{what=\"handed_over\"} %llu\n"
+               "crawld_cluster_slot_moves_total{what=\"loaded\"} %llu\n"
+               "crawld_cluster_slot_moves_total{what=\"rescued\"} %llu\n"
+               "crawld_cluster_slot_moves_total{what=\"stranded\"} %llu\n"
+               "crawld_cluster_slot_moves_total{what=\"loads_lost\"} %llu\n"
+               "crawld_cluster_slot_moves_total{what=\"orphans_dropped\"} %llu\n"
                "# TYPE crawld_cluster_redis_errors_total counter\n"
                "crawld_cluster_redis_errors_total %llu\n"
                "# HELP crawld_cluster_outbox Links waiting in the outbox for another node.\n"
@@ -261,6 +278,9 @@ static void cluster_metrics(FILE *f, const crawl_cluster_status *cs)
             cs->paused ? 1 : 0, (double)cs->paused_ms / 1000.0, (unsigned long long)cs->pauses,
             cs->slots, cs->held, cs->wanted, (unsigned long long)cs->epoch,
             cs->coordinator ? 1 : 0, (unsigned long long)cs->leases_lost,
+            (unsigned long long)cs->handed_over, (unsigned long long)cs->loads,
+            (unsigned long long)cs->rescues, (unsigned long long)cs->stranded,
+            (unsigned long long)cs->loads_lost, (unsigned long long)cs->orphans_dropped,
             (unsigned long long)cs->redis_errors, (long long)cs->outbox,
             (unsigned long long)cs->links_out, (unsigned long long)cs->outbox_errors,
             (unsigned long long)cs->forwarded, (unsigned long long)cs->applied,
