@@ -5,11 +5,13 @@
 #include "member.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cluster/redis.h"
@@ -46,10 +48,15 @@ static const char HAND_OVER[] =
     " 'from', ARGV[1]) redis.call('SADD', KEYS[3], ARGV[4]) end "
     "if cur then redis.call('DEL', KEYS[1]) end return 1";
 /* Deletes the record KEYS[1] while it still names checkpoint ARGV[1], and
- * slot ARGV[2] from the set KEYS[2]. */
+ * slot ARGV[2] from the set KEYS[2]; a checkpoint sent through Redis
+ * ("redis:KEY") goes with its record. */
 static const char DEL_RECORD[] =
     "if redis.call('HGET', KEYS[1], 'path') == ARGV[1] then "
-    "redis.call('SREM', KEYS[2], ARGV[2]) return redis.call('DEL', KEYS[1]) else return 0 end";
+    "redis.call('SREM', KEYS[2], ARGV[2]) "
+    "if string.sub(ARGV[1], 1, 6) == 'redis:' then redis.call('DEL', string.sub(ARGV[1], 7)) end "
+    "return redis.call('DEL', KEYS[1]) else return 0 end";
+
+#define CKPT_REDIS "redis:" /* a recorded checkpoint path: the rest is its key */
 
 struct member {
     redis_conn *rc;
@@ -447,6 +454,118 @@ static void set_local(member *m, uint32_t s)
     atomic_store(&m->local[s], fetchable(m, s));
 }
 
+/* The whole file at path, or NULL (errno set; EFBIG past max bytes). */
+static char *read_file(const char *path, int64_t max, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) != 0 || st.st_size > max) {
+        errno = st.st_size > max ? EFBIG : errno;
+        close(fd);
+        return NULL;
+    }
+    char *buf = cr_malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    while (buf != NULL && got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            cr_free(buf);
+            buf = NULL;
+            errno = n == 0 ? EIO : errno;
+        } else {
+            got += (size_t)n;
+        }
+    }
+    close(fd);
+    *len = got;
+    return buf;
+}
+
+/* Sends the checkpoint file ckpt (handover's) to Redis under a key of its
+ * own and names it "redis:KEY" in ckpt; the file goes either way. 1 sent,
+ * 0 refused (too big, unreadable, or an error reply: the hand-over is
+ * tried again), < 0 Redis is unreachable (likewise). */
+static int send_ckpt(member *m, uint32_t s, char *ckpt, size_t cap)
+{
+    size_t len = 0;
+    char *data = read_file(ckpt, m->o.ckpt_redis_max, &len);
+    if (data == NULL) {
+        char why[600];
+        if (errno == EFBIG) {
+            m->info.ckpt_too_big++;
+            snprintf(why, sizeof why, "its checkpoint is over %lld bytes, the most sent through"
+                     " Redis", (long long)m->o.ckpt_redis_max);
+        } else {
+            snprintf(why, sizeof why, "its checkpoint %.300s cannot be read: %s", ckpt,
+                     strerror(errno));
+        }
+        if (m->o.ckpt_refused != NULL)
+            m->o.ckpt_refused(m->o.hook_arg, s, why);
+        unlink(ckpt);
+        return 0;
+    }
+    char dk[KEY_MAX];
+    snprintf(dk, sizeof dk, "%sckptdata:%u:%lld", m->prefix, s, (long long)cr_wall_ms());
+    const char *argv[] = { "SET", dk, data };
+    const size_t lens[] = { 3, strlen(dk), len };
+    redis_reply *r = NULL;
+    int rc = redis_cmdv(m->rc, 3, argv, lens, &r);
+    bool refused = rc == 0 && redis_reply_type(r) == REDIS_T_ERROR; /* e.g. maxmemory */
+    if (refused && m->o.ckpt_refused != NULL) {
+        char why[600];
+        snprintf(why, sizeof why, "Redis refused its checkpoint of %zu bytes: %.300s", len,
+                 redis_reply_str(r, NULL));
+        m->o.ckpt_refused(m->o.hook_arg, s, why);
+    }
+    redis_reply_free(r);
+    cr_free(data);
+    unlink(ckpt); /* sent, or exported again at the next try */
+    if (rc < 0 || refused)
+        return refused ? 0 : rc;
+    snprintf(ckpt, cap, "%s%s", CKPT_REDIS, dk);
+    m->info.ckpt_sent++;
+    return 1;
+}
+
+/* The checkpoint a "redis:KEY" record names, into a file of ckpt_spool_dir
+ * (its name in out). 0, or < 0 (a Redis or file error; -ENOENT: the key is
+ * gone). */
+static int fetch_ckpt(member *m, uint32_t s, const char *path, char *out, size_t cap)
+{
+    redis_reply *r = NULL;
+    int rc = redis_cmd(m->rc, &r, "GET", path + strlen(CKPT_REDIS), NULL);
+    if (rc == 0 && redis_reply_type(r) != REDIS_T_STR)
+        rc = -ENOENT;
+    size_t len = 0;
+    const char *data = rc == 0 ? redis_reply_str(r, &len) : NULL;
+    int n = snprintf(out, cap, "%s/ckpt-slot%u.db", m->o.ckpt_spool_dir ? m->o.ckpt_spool_dir : ".",
+                     s);
+    if (rc == 0 && (n < 0 || (size_t)n >= cap))
+        rc = -ENAMETOOLONG;
+    int fd = rc == 0 ? open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    if (rc == 0 && fd < 0)
+        rc = -errno;
+    for (size_t off = 0; rc == 0 && off < len;) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = w < 0 ? -errno : -EIO;
+        else
+            off += (size_t)w;
+    }
+    if (fd >= 0 && close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc < 0 && fd >= 0)
+        unlink(out);
+    redis_reply_free(r);
+    return rc;
+}
+
 /* A slot the map took away: its gate closed and not local at once; from
  * the next tick the handover hook is asked, and once it says 1 the lease
  * goes with the checkpoint recorded. */
@@ -467,6 +586,11 @@ static int release(member *m, uint32_t s)
     if (!pass_on && m->o.handover != NULL &&
         m->o.handover(m->o.hook_arg, s, ckpt, sizeof ckpt) != 1)
         return 0;
+    if (!pass_on && ckpt[0] != '\0' && m->o.ckpt_redis_max > 0) {
+        int sent = send_ckpt(m, s, ckpt, sizeof ckpt);
+        if (sent != 1)
+            return sent; /* refused: kept, closed, tried again next tick */
+    }
     slot_key(m, k, s);
     ckpt_key(m, ck, s);
     key(m, tk, "ckpts");
@@ -490,6 +614,11 @@ static int release(member *m, uint32_t s)
         if (gone && !pass_on && m->o.released != NULL &&
             m->o.released(m->o.hook_arg, s) < 0 && m->o.orphaned != NULL)
             m->orphaned[s] = true;
+        if (!gone && strncmp(ckpt, CKPT_REDIS, strlen(CKPT_REDIS)) == 0) {
+            redis_reply *x = NULL; /* the sent checkpoint is nobody's */
+            redis_cmd(m->rc, &x, "DEL", ckpt + strlen(CKPT_REDIS), NULL);
+            redis_reply_free(x);
+        }
         if (!gone && !pass_on) {
             /* another node took the slot after the lease ran out: it
              * rescues the rows from this store (the holder here), and
@@ -621,10 +750,20 @@ static int load(member *m, uint32_t s)
         redis_reply_free(r);
         return rescue(m, s);
     }
-    char path[4096];
+    char path[4096], spool[4096] = "";
     snprintf(path, sizeof path, "%s", redis_reply_str(r, NULL));
     redis_reply_free(r);
-    if (m->o.load(m->o.hook_arg, s, path) < 0)
+    if (strncmp(path, CKPT_REDIS, strlen(CKPT_REDIS)) == 0) {
+        rc = fetch_ckpt(m, s, path, spool, sizeof spool);
+        if (rc == -EPIPE)
+            return rc; /* Redis is down: the tick says so */
+        if (rc < 0)
+            return 0; /* asked again next tick; the slot stays unfetched */
+    }
+    int lr = m->o.load(m->o.hook_arg, s, spool[0] ? spool : path);
+    if (spool[0])
+        unlink(spool);
+    if (lr < 0)
         return 0; /* asked again next tick; the slot stays unfetched */
     /* the holder first: a failure after it loads the record again (a
      * no-op by the seen test), never rescues from the old owner */

@@ -80,6 +80,17 @@ typedef struct member_opts {
      * is held but neither fetched nor read. loaded: the record is deleted
      * (the file may go). */
     int (*handover)(void *arg, uint32_t slot, char *ckpt /* OUT */, size_t cap);
+    /* Checkpoints through Redis (no shared storage): with ckpt_redis_max
+     * > 0, the file handover wrote (anywhere local) is sent to Redis as
+     * P"ckptdata:N" and recorded as "redis:" plus that key (the local file
+     * goes); the new owner gets it into a file in ckpt_spool_dir, which
+     * load reads. A file over ckpt_redis_max bytes (or unreadable) is not
+     * sent: the slot stays here, closed, and the hand-over is tried again
+     * (member_info.ckpt_too_big, the ckpt_refused hook). 0: paths as
+     * handover names them. */
+    int64_t ckpt_redis_max;
+    const char *ckpt_spool_dir;
+    void (*ckpt_refused)(void *arg, uint32_t slot, const char *why);
     int (*released)(void *arg, uint32_t slot);
     void (*stranded)(void *arg, uint32_t slot, const char *ckpt);
     int (*load)(void *arg, uint32_t slot, const char *ckpt);
@@ -129,6 +140,8 @@ typedef struct member_info {
     uint64_t rescues;      /* slots loaded from the store of a node gone for good */
     uint64_t orphans_dropped; /* lost slots whose stale rows here were dropped */
     uint64_t stranded;     /* hand-overs that found another node holding the slot */
+    uint64_t ckpt_sent;    /* checkpoints sent through Redis (ckpt_redis_max) */
+    uint64_t ckpt_too_big; /* hand-overs refused: the checkpoint over ckpt_redis_max */
     uint64_t loads_lost;   /* loads or rescues that outlasted the lease: another node
                               took the slot meanwhile; the copy here is an orphan's */
     char error[256];       /* the last Redis error, "" when up */

@@ -141,7 +141,8 @@ typedef struct crawl_config {
         int64_t slots;
         int64_t lease_ms;
         int64_t grace_ms;
-        char *shared_dir;          /* "": slots move without their rows */
+        char *shared_dir;          /* "": checkpoints through Redis (checkpoint_max_mib) */
+        int64_t checkpoint_max_mib; /* without shared_dir: the largest sent through Redis */
     } cluster;
 } crawl_config;
 

@@ -82,8 +82,25 @@ static void suspect(void *arg, uint32_t slots, bool *out)
     crawl_slot_busy(r->c, note_slot, &sr);
 }
 
+/* Where a hand-over writes its checkpoint: shared_dir; without it the
+ * state_dir, from which the member sends it through Redis; NULL: none. */
+static const char *ckpt_dir(const clusterrun *r)
+{
+    if (r->cfg->cluster.shared_dir[0] != '\0')
+        return r->cfg->cluster.shared_dir;
+    return r->cfg->cluster.checkpoint_max_mib > 0 ? r->cfg->storage.state_dir : NULL;
+}
+
+/* The member refused to send a checkpoint through Redis (too big). */
+static void ckpt_refused(void *arg, uint32_t slot, const char *why)
+{
+    clusterrun *r = arg;
+    say_failure(r, slot, "it moves to another node, but this node keeps it", why);
+}
+
 /* The old owner: drained (no fetch of the slot in flight, the outbox
- * forwarded), then the slot's rows into a checkpoint in shared_dir. */
+ * forwarded), then the slot's rows into a checkpoint in shared_dir (or
+ * one the member sends through Redis). */
 static int handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
 {
     clusterrun *r = arg;
@@ -91,11 +108,12 @@ static int handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
     char err[512];
     int64_t rows = 0;
     ckpt[0] = '\0';
-    if (r->cfg->cluster.shared_dir[0] == '\0')
+    const char *dir = ckpt_dir(r);
+    if (dir == NULL)
         return 1; /* no checkpoints: released as it is */
-    if (mkdir(r->cfg->cluster.shared_dir, 0700) < 0 && errno != EEXIST) {
-        snprintf(err, sizeof err, "cluster.shared_dir %.400s cannot be made: %s",
-                 r->cfg->cluster.shared_dir, strerror(errno));
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, sizeof err, "the checkpoint folder %.400s cannot be made: %s", dir,
+                 strerror(errno));
         say_failure(r, slot, "it moves to another node, but its checkpoint failed, so this node"
                              " keeps it", err);
         return -1;
@@ -108,7 +126,7 @@ static int handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
     for (; r->node_id[i] && i + 1 < sizeof safe; i++) /* a file name from the node id */
         safe[i] = (r->node_id[i] == '/' || r->node_id[i] == ':') ? '_' : r->node_id[i];
     safe[i] = '\0';
-    int n = snprintf(ckpt, cap, "%s/%s-slot%u-%s-%lld.db", r->cfg->cluster.shared_dir,
+    int n = snprintf(ckpt, cap, "%s/%s-slot%u-%s-%lld.db", dir,
                      r->cfg->cluster.crawl_id, slot, safe, (long long)cr_wall_ms());
     int rc = n > 0 && (size_t)n < cap ? crawl_slot_export(r->c, ckpt, pick_host, &p, &rows, err,
                                                            sizeof err)
@@ -138,7 +156,7 @@ static int released(void *arg, uint32_t slot)
     slot_pick p = { r, slot };
     char err[512];
     int64_t rows = 0;
-    if (r->cfg->cluster.shared_dir[0] == '\0')
+    if (ckpt_dir(r) == NULL)
         return 0; /* without a checkpoint the rows are the only copy */
 #ifdef CRAWLD_FAULT_HOOKS
     /* CRAWLD_CLUSTER_FAULT=after-release: dies between the release and the drop */
@@ -390,6 +408,8 @@ static void status(void *arg, crawl_cluster_status *out)
     out->stranded = in.member.stranded;
     out->loads_lost = in.member.loads_lost;
     out->orphans_dropped = in.member.orphans_dropped;
+    out->ckpt_sent = in.member.ckpt_sent;
+    out->ckpt_too_big = in.member.ckpt_too_big;
     out->redis_errors = in.member.redis_errors;
     out->outbox = in.outbox;
     out->forwarded = in.forwarder.forwarded;
@@ -504,6 +524,9 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
                     .handover = handover, .released = released, .stranded = stranded,
                     .load = load, .loaded = loaded, .store_dir = r->store, .rescue = rescue,
                     .orphaned = orphaned, .suspect = suspect, .load_lost = load_lost,
+                    .ckpt_redis_max = cfg->cluster.shared_dir[0] == '\0'
+                                          ? cfg->cluster.checkpoint_max_mib << 20 : 0,
+                    .ckpt_spool_dir = cfg->storage.state_dir, .ckpt_refused = ckpt_refused,
                     .hook_arg = r },
         .outbox = r->ob, .apply = apply, .apply_arg = r,
         .quiet = cfg->crawl.daemon ? NULL : quiet, .ended = ended, .end_arg = r,

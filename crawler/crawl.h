@@ -81,6 +81,8 @@ typedef struct crawl_cluster_status {
     uint64_t stranded;         /* hand-overs that found another node holding the slot */
     uint64_t loads_lost;       /* loads or rescues that outlasted the lease */
     uint64_t orphans_dropped;  /* stale rows of lost slots dropped */
+    uint64_t ckpt_sent;        /* checkpoints sent through Redis (no shared_dir) */
+    uint64_t ckpt_too_big;     /* hand-overs refused: over cluster.checkpoint_max_mib */
     uint64_t redis_errors;
     int64_t outbox;            /* links waiting in the outbox */
     uint64_t links_out;        /* links written to the outbox (crawl side) */

@@ -1174,6 +1174,158 @@ static void free_two(member **m, redis_conn *c, redisd *d)
     stop_redis(d);
 }
 
+/* ---- checkpoints through Redis (no shared storage) ---------------------- */
+
+typedef struct redis_side {
+    char dir[160];        /* this node's own folder: handover writes, spool */
+    size_t size;          /* bytes of each checkpoint it writes */
+    int handovers, loads, refused, bad;
+} redis_side;
+
+/* A checkpoint's bytes: the slot's number, then a pattern (binary, NULs). */
+static void ckpt_bytes(uint32_t slot, unsigned char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)(i < 4 ? slot >> (8 * i) : (i * 131 + slot) % 256);
+}
+
+static int redis_handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
+{
+    redis_side *f = arg;
+    snprintf(ckpt, cap, "%s/out-slot%u.db", f->dir, slot);
+    unsigned char *b = malloc(f->size);
+    assert_non_null(b);
+    ckpt_bytes(slot, b, f->size);
+    FILE *o = fopen(ckpt, "wb");
+    assert_non_null(o);
+    assert_int_equal(fwrite(b, 1, f->size, o), f->size);
+    assert_int_equal(fclose(o), 0);
+    free(b);
+    f->handovers++;
+    return 1;
+}
+
+static int redis_load(void *arg, uint32_t slot, const char *ckpt)
+{
+    redis_side *f = arg;
+    size_t n = 0;
+    unsigned char *want = malloc(f->size), *got = malloc(f->size + 1);
+    assert_true(want != NULL && got != NULL);
+    ckpt_bytes(slot, want, f->size);
+    FILE *in = strncmp(ckpt, f->dir, strlen(f->dir)) == 0 ? fopen(ckpt, "rb") : NULL;
+    if (in != NULL) {
+        n = fread(got, 1, f->size + 1, in);
+        fclose(in);
+    }
+    f->bad += in == NULL || n != f->size || memcmp(got, want, f->size) != 0;
+    free(want);
+    free(got);
+    f->loads++;
+    return 0;
+}
+
+static void redis_refused(void *arg, uint32_t slot, const char *why)
+{
+    (void)slot;
+    redis_side *f = arg;
+    f->refused++;
+    if (strstr(why, "over") == NULL)
+        f->bad++;
+}
+
+static member *open_redis_side(const redisd *d, const char *id, uint32_t slots, redis_side *f,
+                               int64_t max)
+{
+    member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = id,
+                      .slots = slots, .lease_ms = 5000, .handover = redis_handover,
+                      .load = redis_load, .ckpt_redis_max = max, .ckpt_spool_dir = f->dir,
+                      .ckpt_refused = redis_refused, .hook_arg = f };
+    member *m = NULL;
+    char err[256];
+    if (member_open(&o, &m, err, sizeof err) < 0)
+        fail_msg("member_open %s: %s", id, err);
+    return m;
+}
+
+/* Files left in dir. */
+static int files_in(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    assert_non_null(p);
+    assert_int_equal(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+/* Keys matching pattern in Redis. */
+static size_t keys_like(redis_conn *c, const char *pattern)
+{
+    redis_reply *r = NULL;
+    assert_int_equal(redis_cmd(c, &r, "KEYS", pattern, NULL), 0);
+    size_t n = redis_reply_count(r);
+    redis_reply_free(r);
+    return n;
+}
+
+/* Without shared storage each node writes its checkpoints in its own
+ * folder; the member sends them through Redis and the new owner loads the
+ * same bytes (binary, 300 KB) from a file in its own folder. Nothing is
+ * left behind: no file in either folder, no checkpoint key, no record.
+ * With checkpoints over the limit the slots stay with their node (b
+ * takes none), each refusal counted and told, the files removed. */
+static void checkpoints_travel_through_redis(void **state)
+{
+    (void)state;
+    for (int big = 0; big < 2; big++) {
+        redisd *d = NULL;
+        redis_conn *c = redis_with_conn(&d);
+        const uint32_t slots = 16;
+        char top[] = "/tmp/crawld-test-ckpt-XXXXXX";
+        assert_non_null(mkdtemp(top));
+        redis_side fa = { .size = 300000 }, fb = { .size = 300000 };
+        snprintf(fa.dir, sizeof fa.dir, "%s/a", top);
+        snprintf(fb.dir, sizeof fb.dir, "%s/b", top);
+        assert_int_equal(mkdir(fa.dir, 0700), 0);
+        assert_int_equal(mkdir(fb.dir, 0700), 0);
+        int64_t max = big ? 200000 : 1 << 20;
+        member *m[2];
+        const char *names[1] = { "node-a" };
+        m[0] = open_redis_side(d, "node-a", slots, &fa, max);
+        assert_int_equal(settle(m, names, 1, slots), 0);
+        m[1] = open_redis_side(d, "node-b", slots, &fb, max);
+        tick_all(m, 2, 60);
+        member_info ia, ib;
+        member_get_info(m[0], &ia);
+        member_get_info(m[1], &ib);
+        assert_int_equal(fa.bad + fb.bad, 0);
+        assert_int_equal(files_in(fa.dir) + files_in(fb.dir), 0);
+        assert_int_equal(keys_like(c, "crawld:t:ckpt*"), 0);
+        if (!big) {
+            assert_true(ib.held > 0 && ia.held + ib.held == slots);
+            assert_int_equal(fb.loads, (int)ib.held);
+            assert_int_equal(ia.ckpt_sent, ib.held);
+            assert_int_equal(ib.loads, ib.held);
+            assert_int_equal(fa.refused, 0);
+        } else {
+            assert_int_equal(ib.held, 0);
+            assert_int_equal(ia.held, slots);
+            assert_true(ib.wanted > 0);
+            assert_int_equal(fb.loads, 0);
+            assert_int_equal(ia.ckpt_sent, 0);
+            assert_true(fa.refused > 0);
+            assert_int_equal(ia.ckpt_too_big, (uint64_t)fa.refused);
+            assert_int_equal(fa.handovers, fa.refused);
+        }
+        free_two(m, c, d);
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", top);
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
 /* b joins a's crawl; with a's export failing, every slot the map gives b
  * stays a's (lease kept, neither fetched nor local there, nothing taken by
  * b); once it succeeds, each moves with its checkpoint, loaded once. */
@@ -2323,6 +2475,7 @@ int main(void)
         cmocka_unit_test_teardown(a_departing_node_hands_every_slot_over, teardown),
         cmocka_unit_test_teardown(a_gone_nodes_slots_are_rescued_from_its_store, teardown),
         cmocka_unit_test_teardown(a_finished_crawls_map_stays_when_a_node_exits, teardown),
+        cmocka_unit_test_teardown(checkpoints_travel_through_redis, teardown),
         cmocka_unit_test_teardown(a_rescue_that_outlasts_the_lease_is_given_up, teardown),
         cmocka_unit_test_teardown(a_paused_node_drops_what_was_rescued_before_taking_it_back,
                                   teardown),

@@ -60,6 +60,9 @@ static int slow(void)
 /* b.test's robots.txt Crawl-delay ("--crawl-delay"): the site's default, 1 s,
  * unless a scenario sets another before world_begin */
 static const char *site_crawl_delay = "1";
+/* cluster.shared_dir set (slots move through files there), unless a
+ * scenario clears it before its nodes start (they move through Redis) */
+static bool shared_storage = true;
 
 /* One test's world; torn down (every process stopped) after each test. */
 typedef struct world {
@@ -92,6 +95,7 @@ static int teardown(void **state)
     W.redis = NULL;
     urlset_free(&W.want);
     site_crawl_delay = "1";
+    shared_storage = true;
     if (W.dir[0] != '\0' && getenv("CRAWLD_KEEP_TEST_DIR") == NULL) {
         const char *argv[] = { "/bin/rm", "-rf", W.dir, NULL };
         proc_run(argv, NULL, 0, NULL, NULL);
@@ -152,8 +156,10 @@ static const char *node_config(int i)
             W.site.port, i, resolve, CONNECTIONS, DELAY_MS, W.dir, i);
     if (W.redis != NULL)
         fprintf(f, "[cluster]\nredis = \"%s\"\ncrawl_id = \"t\"\nnode_id = \"node-%d\"\n"
-                   "lease_ms = %d\ngrace_ms = %d\nshared_dir = \"%s/shared\"\n",
-                redisd_addr(W.redis), i, LEASE_MS, GRACE_MS, W.dir);
+                   "lease_ms = %d\ngrace_ms = %d\n",
+                redisd_addr(W.redis), i, LEASE_MS, GRACE_MS);
+    if (W.redis != NULL && shared_storage)
+        fprintf(f, "shared_dir = \"%s/shared\"\n", W.dir);
     fclose(f);
     snprintf(W.cfg[i], sizeof(W.cfg[i]), "%s", path);
     return W.cfg[i];
@@ -585,6 +591,34 @@ static void node_leaves_on_sigterm(void **state)
     check_oracles(0, 3);
 }
 
+/* The same without shared storage: node 2's slots go to the others with
+ * their rows as checkpoints sent through Redis (nothing is written to a
+ * shared folder), and the crawl is as exact. */
+static void node_leaves_on_sigterm_without_shared_storage(void **state)
+{
+    (void)state;
+    NEED_CLUSTER();
+    shared_storage = false;
+    start_nodes(3);
+    wait_progress(W.want.n / 3);
+    assert_int_equal(crawlproc_signal(&W.node[2], SIGTERM), 0);
+    int st = crawlproc_wait(&W.node[2], NODE_WAIT_MS);
+    assert_true(st >= 0 && st < 128);
+    node_expect_exit(0, 0);
+    node_expect_exit(1, 0);
+    char *out = crawlproc_output(&W.node[2], 2);
+    size_t sent = 0;
+    for (const char *p = out; p != NULL && (p = strstr(p, " handed over: ")) != NULL; p++)
+        sent++;
+    print_message("node 2 handed %zu slots over through Redis\n", sent);
+    assert_true(sent > 0);
+    cr_free(out);
+    char shared[200];
+    snprintf(shared, sizeof shared, "%s/shared", W.dir);
+    assert_int_not_equal(access(shared, F_OK), 0);
+    check_oracles(0, 3);
+}
+
 /* One host's requests in the site's log: how many, the node of the last
  * one (-1: none), its robots.txt fetches, the agents, and the closest two
  * starts (-1: fewer than two). The log is read whole; a half-written last
@@ -833,6 +867,7 @@ int main(void)
         cmocka_unit_test_teardown(kill9_redis_and_restart_from_aof, teardown),
         cmocka_unit_test_teardown(fourth_node_joins, teardown),
         cmocka_unit_test_teardown(node_leaves_on_sigterm, teardown),
+        cmocka_unit_test_teardown(node_leaves_on_sigterm_without_shared_storage, teardown),
         cmocka_unit_test_teardown(crawl_delay_holds_across_a_handover, teardown),
         cmocka_unit_test_teardown(crash_between_release_and_drop, teardown),
         cmocka_unit_test_teardown(crash_after_commit_before_xack, teardown),

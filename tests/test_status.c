@@ -92,6 +92,8 @@ static void random_status(crawl_status *st)
     st->cluster.stranded = rnd_below(1000);
     st->cluster.loads_lost = rnd_below(1000);
     st->cluster.orphans_dropped = rnd_below(1000);
+    st->cluster.ckpt_sent = rnd_below(1000);
+    st->cluster.ckpt_too_big = rnd_below(1000);
     st->fill = cells;
     st->fill_len = 1 + rnd_below(FILL_CELLS);
     st->fill_total = st->fill_len;
@@ -168,6 +170,8 @@ static void test_json_carries_the_figures(void **state)
             assert_int_equal(int_at(mv, "stranded"), (json_int_t)st.cluster.stranded);
             assert_int_equal(int_at(mv, "loads_lost"), (json_int_t)st.cluster.loads_lost);
             assert_int_equal(int_at(mv, "orphans_dropped"), (json_int_t)st.cluster.orphans_dropped);
+            assert_int_equal(int_at(mv, "via_redis"), (json_int_t)st.cluster.ckpt_sent);
+            assert_int_equal(int_at(mv, "too_big_for_redis"), (json_int_t)st.cluster.ckpt_too_big);
         } else {
             assert_null(cl);
         }
@@ -232,6 +236,7 @@ static void test_metrics_carry_the_figures(void **state)
             { "rescued", st.cluster.rescues }, { "stranded", st.cluster.stranded },
             { "loads_lost", st.cluster.loads_lost },
             { "orphans_dropped", st.cluster.orphans_dropped },
+            { "via_redis", st.cluster.ckpt_sent }, { "too_big_for_redis", st.cluster.ckpt_too_big },
         };
         for (size_t i = 0; i < sizeof moves / sizeof moves[0]; i++) {
             snprintf(line, sizeof line, "crawld_cluster_slot_moves_total{what=\"%s\"} %llu\n",

@@ -178,11 +178,13 @@ json_t *status_json(const crawl_status *st)
         if (o) {
             json_object_set_new(
                 o, "slot_moves",
-                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "handed_over",
+                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "handed_over",
                           (json_int_t)cs->handed_over, "loaded", (json_int_t)cs->loads,
                           "rescued", (json_int_t)cs->rescues, "stranded",
                           (json_int_t)cs->stranded, "loads_lost", (json_int_t)cs->loads_lost,
-                          "orphans_dropped", (json_int_t)cs->orphans_dropped));
+                          "orphans_dropped", (json_int_t)cs->orphans_dropped, "via_redis",
+                          (json_int_t)cs->ckpt_sent, "too_big_for_redis",
+                          (json_int_t)cs->ckpt_too_big));
             json_object_set_new(o, "outbox", json_integer((json_int_t)cs->outbox));
             json_object_set_new(o, "links_out", json_integer((json_int_t)cs->links_out));
             json_object_set_new(o, "outbox_errors", json_integer((json_int_t)cs->outbox_errors));
@@ -250,7 +252,8 @@ static void cluster_metrics(FILE *f, const crawl_cluster_status *cs)
                "crawld_cluster_leases_lost_total %llu\n"
                "# HELP crawld_cluster_slot_moves_total Slots moved: handed over with a"
                " checkpoint, loaded from one, rescued from a gone node's store, hand-overs"
-               " another node overtook, loads that outlasted the lease, stale rows dropped.\n"
+               " another node overtook, loads that outlasted the lease, stale rows dropped;"
+               " checkpoints sent through Redis, and hand-overs refused as too big for it.\n"
                "# TYPE crawld_cluster_slot_moves_total counter\n"
                "crawld_cluster_slot_moves_total{what=\"handed_over\"} %llu\n"
                "crawld_cluster_slot_moves_total{what=\"loaded\"} %llu\n"
@@ -258,6 +261,8 @@ static void cluster_metrics(FILE *f, const crawl_cluster_status *cs)
                "crawld_cluster_slot_moves_total{what=\"stranded\"} %llu\n"
                "crawld_cluster_slot_moves_total{what=\"loads_lost\"} %llu\n"
                "crawld_cluster_slot_moves_total{what=\"orphans_dropped\"} %llu\n"
+               "crawld_cluster_slot_moves_total{what=\"via_redis\"} %llu\n"
+               "crawld_cluster_slot_moves_total{what=\"too_big_for_redis\"} %llu\n"
                "# TYPE crawld_cluster_redis_errors_total counter\n"
                "crawld_cluster_redis_errors_total %llu\n"
                "# HELP crawld_cluster_outbox Links waiting in the outbox for another node.\n"
@@ -281,6 +286,7 @@ static void cluster_metrics(FILE *f, const crawl_cluster_status *cs)
             (unsigned long long)cs->handed_over, (unsigned long long)cs->loads,
             (unsigned long long)cs->rescues, (unsigned long long)cs->stranded,
             (unsigned long long)cs->loads_lost, (unsigned long long)cs->orphans_dropped,
+            (unsigned long long)cs->ckpt_sent, (unsigned long long)cs->ckpt_too_big,
             (unsigned long long)cs->redis_errors, (long long)cs->outbox,
             (unsigned long long)cs->links_out, (unsigned long long)cs->outbox_errors,
             (unsigned long long)cs->forwarded, (unsigned long long)cs->applied,
