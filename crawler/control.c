@@ -33,6 +33,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -499,6 +500,26 @@ static void *acceptor_main(void *arg)
     return NULL;
 }
 
+/* libmicrohttpd's messages, on crawld's stderr with a prefix; not the
+ * ones every request on a Unix socket makes (it tries TCP options there,
+ * and says so), nor a client that went away mid-answer. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    static const char *const noise[] = { "TCP_NODELAY", "TCP_CORK", "Failed to push the data",
+                                         "Failed to send", "closed by remote" };
+    char line[1024];
+    (void)cls;
+    vsnprintf(line, sizeof line, fmt, ap);
+    for (size_t i = 0; i < sizeof noise / sizeof noise[0]; i++)
+        if (strstr(line, noise[i]) != NULL)
+            return;
+    size_t n = strlen(line);
+    fprintf(stderr, "crawld: control API: %s%s", line, n > 0 && line[n - 1] == '\n' ? "" : "\n");
+}
+
 /* ---- the listening socket ---------------------------------------------- */
 
 /* A Unix socket at path (its parent must exist). A socket file left by a
@@ -689,6 +710,7 @@ control *control_start(crawl *c, const crawl_config *cfg, char *err, size_t errl
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_NO_LISTEN_SOCKET |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG;
     ctl->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, ctl,
+                                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)NULL,
                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, ctl,
                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->control.max_connections,
                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT,
