@@ -6,7 +6,8 @@
  * holding the keys added or refreshed while it was the newest; a query
  * reads every live generation, an add writes the newest. gens_push starts a
  * new window; gens_drop drops each generation whose window ended more than
- * retention_s ago, so the ring holds at most generations + 1 filters and
+ * retention_s ago, so the ring holds at most generations + 1 filters (one
+ * more between a gens_push and the gens_drop that follows it) and
  * every key added or refreshed within the last retention_s answers MAYBE.
  * Each generation is sized for expected_items / generations keys at
  * fp_rate / (generations + 1), so a query over all of them stays within

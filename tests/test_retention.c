@@ -226,7 +226,10 @@ static void linked_urls_stay_unlinked_ones_go(void **state)
     assert_true(refreshed >= rotations - 1); /* about one per window ... */
     assert_true(refreshed <= rotations + 1); /* ... not one per link */
     assert_true(refreshed < links);
-    assert_true(retention_figure(&d, "live") <= 3);
+    /* generations + 1, and one more while a rotation is between its push
+     * and its drop (it reads the queued rows in between; a loaded machine
+     * showed it) */
+    assert_true(retention_figure(&d, "live") <= 4);
     assert_int_equal(dedup(&d, COLD), 0); /* both linked just now */
     stop(&d);
 
