@@ -17,6 +17,7 @@
 #include "cluster/redis.h"
 #include "cluster/slotmap.h"
 #include "common/alloc.h"
+#include "common/atomic_file.h"
 #include "common/clock.h"
 
 #define KEY_MAX 600
@@ -546,22 +547,8 @@ static int fetch_ckpt(member *m, uint32_t s, const char *path, char *out, size_t
                      s);
     if (rc == 0 && (n < 0 || (size_t)n >= cap))
         rc = -ENAMETOOLONG;
-    int fd = rc == 0 ? open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-    if (rc == 0 && fd < 0)
-        rc = -errno;
-    for (size_t off = 0; rc == 0 && off < len;) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            rc = w < 0 ? -errno : -EIO;
-        else
-            off += (size_t)w;
-    }
-    if (fd >= 0 && close(fd) != 0 && rc == 0)
-        rc = -errno;
-    if (rc < 0 && fd >= 0)
-        unlink(out);
+    if (rc == 0)
+        rc = cr_atomic_write(out, data, len, 0600);
     redis_reply_free(r);
     return rc;
 }
