@@ -1990,7 +1990,7 @@ static void test_request_log_timing(void **state)
     assert_string_equal(h->ua, "-"); /* none sent */
     /* asked once the slow answer had come, so after its delay */
     assert_true(h->start_us >= g->start_us + 200 * 1000);
-    assert_true(h->end_us >= h->start_us && h->end_us <= after);
+    assert_true(h->end_us >= h->start_us); /* stamped when the server is done: no upper bound */
     testsite_log_free(v, n);
 }
 
