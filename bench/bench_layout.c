@@ -17,7 +17,13 @@
  *     seen      seen(fp, url, last_linked, PRIMARY KEY(fp, url)) WITHOUT
  *               ROWID, batches sorted by fp, INSERT OR IGNORE: one B-tree
  *               insert per new key, the text compared on an fp match
- * Env: BENCH_PAGE_SIZE (default 4096), BENCH_CACHE_MB (default 64).
+ *     runs      crawld's schema 6: v5's table without the fp index, which
+ *               is storage/fpruns' runs (a small active run takes the
+ *               inserts; upkeep freezes and merges after each commit, as
+ *               crawld's writer does), batches sorted by fp
+ * Env: BENCH_PAGE_SIZE (default 4096), BENCH_CACHE_MB (default 64),
+ * BENCH_REPEATS (the share of repeated lines, default 0.6), BENCH_RUN_ROWS
+ * (runs: the active run's size, default FPRUNS_ACTIVE_MAX).
  * Prints one line: layout, lines, distinct, seconds, CPU s, CPU us/line,
  * bytes written per distinct key, DB bytes per distinct key, and the URL
  * text bytes per key. DIR must not exist; it is left in place. */
@@ -31,6 +37,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <xxhash.h>
+
+#include "storage/fpruns.h"
 
 typedef struct key {
     int64_t fp;
@@ -96,7 +104,7 @@ static int by_fp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: bench_layout DIR text|fp|fpsort|fpmmap|fppk|v5|seen N [BATCH]\n");
+        fprintf(stderr, "usage: bench_layout DIR text|fp|fpsort|fpmmap|fppk|v5|seen|runs N [BATCH]\n");
         return 2;
     }
     const char *dir = argv[1], *layout = argv[2];
@@ -104,7 +112,11 @@ int main(int argc, char **argv)
     int batch = argc > 4 ? atoi(argv[4]) : 10000;
     int text = strcmp(layout, "text") == 0, pk = strcmp(layout, "fppk") == 0;
     int v5 = strcmp(layout, "v5") == 0, wr = strcmp(layout, "seen") == 0;
-    int sorted = strcmp(layout, "fpsort") == 0 || v5 || wr;
+    int runs = strcmp(layout, "runs") == 0;
+    int sorted = strcmp(layout, "fpsort") == 0 || v5 || wr || runs;
+    const char *rep_env = getenv("BENCH_REPEATS"), *rr = getenv("BENCH_RUN_ROWS");
+    double repeats = rep_env ? atof(rep_env) : 0.6;
+    int64_t run_rows = rr ? atoll(rr) : FPRUNS_ACTIVE_MAX, active = 0;
     if (mkdir(dir, 0700) != 0) {
         fprintf(stderr, "bench_layout: %s: %s\n", dir, strerror(errno));
         return 1;
@@ -135,7 +147,7 @@ int main(int argc, char **argv)
         find = "SELECT 1 FROM seen WHERE fp = ?1 AND url = ?2";
         ins = "INSERT OR IGNORE INTO seen(fp, url, last_linked) VALUES(?1, ?2, 1)";
         text = 1; /* one statement: the insert is the lookup */
-    } else if (v5) {
+    } else if (v5 || runs) {
         run(c, "CREATE TABLE urls(id INTEGER PRIMARY KEY, url TEXT NOT NULL,"
                " state INTEGER NOT NULL DEFAULT 0, fp INTEGER NOT NULL,"
                " last_linked INTEGER NOT NULL DEFAULT 0);"
@@ -143,6 +155,14 @@ int main(int argc, char **argv)
                "CREATE INDEX urls_last_linked ON urls(last_linked)");
         find = "SELECT id FROM urls WHERE fp = ?1 AND url = ?2";
         ins = "INSERT INTO urls(url, state, fp, last_linked) VALUES(?2, 4, ?1, 1)";
+        if (runs) {
+            run(c, "BEGIN");
+            if (fpruns_install(c) != SQLITE_OK)
+                die(c, "fpruns_install");
+            run(c, "COMMIT");
+            find = "SELECT u.id FROM seen_fp f JOIN urls u ON u.id = f.id"
+                   " WHERE f.fp = ?1 AND u.url = ?2 LIMIT 1";
+        }
     } else if (pk) {
         run(c, "CREATE TABLE seen(fp INTEGER PRIMARY KEY, url TEXT NOT NULL)");
         find = "SELECT 1 FROM seen WHERE fp = ?1 AND url = ?2";
@@ -165,7 +185,7 @@ int main(int argc, char **argv)
     for (long long i = 0; i < n;) {
         int m = 0;
         for (; m < batch && i < n; m++, i++) {
-            long long k = d > 0 && rnd() < 0.6 ? (long long)(rnd() * (double)d) : d++;
+            long long k = d > 0 && rnd() < repeats ? (long long)(rnd() * (double)d) : d++;
             key *e = &b[m];
             e->len = snprintf(e->s, sizeof e->s,
                               "http://host%lld.example/section/%lld/page-%lld.html?a=%lld&b=x",
@@ -192,11 +212,16 @@ int main(int argc, char **argv)
                 if (sqlite3_step(si) != SQLITE_DONE)
                     die(c, "insert");
                 sqlite3_reset(si);
-                if (sqlite3_changes(c) == 1)
+                if (sqlite3_changes(c) == 1) {
                     text_bytes += b[j].len;
+                    active++;
+                }
             }
         }
         run(c, "COMMIT");
+        fpruns_step st;
+        if (runs && fpruns_maintain(c, &active, run_rows, FPRUNS_FANIN, &st) != SQLITE_OK)
+            die(c, "fpruns_maintain");
     }
     double t = now_s() - t0, cpu = cpu_s() - c0;
     run(c, "PRAGMA wal_checkpoint(TRUNCATE)");

@@ -133,6 +133,9 @@ static const option options[] = {
     STR(storage, state_dir, "\"state\"", "folder for the SQLite database and Bloom snapshots"),
     INT(storage, sqlite_cache_mb, 1, 65536, "64", "SQLite page cache"),
     INT(storage, batch_size, 1, 100000, "10000", "operations per SQLite write transaction at most"),
+    INT(storage, seen_run_rows, 1000, 100000000, "1000000",
+        "URLs the seen-set's newest fingerprint run takes before it is frozen; frozen runs are merged"
+        " four at a time (a larger run costs more writes per commit, a smaller one more runs per look-up)"),
     INT(storage, commit_interval_ms, 0, 10000, "20",
         "longest wait gathering discovered URLs into one SQLite transaction (0: commit at once)"),
     INT(storage, max_stall_s, 0, 31536000, "600",

@@ -99,6 +99,7 @@ typedef struct crawl_config {
         char *state_dir;
         int64_t sqlite_cache_mb;
         int64_t batch_size;
+        int64_t seen_run_rows;
         int64_t commit_interval_ms;
         int64_t max_stall_s;
     } storage;

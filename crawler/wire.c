@@ -37,6 +37,7 @@ void wire_db_opts(const crawl_config *c, db_opts *out)
 {
     out->cache_mb = (int)c->storage.sqlite_cache_mb;
     out->batch_size = (int)c->storage.batch_size;
+    out->run_rows = c->storage.seen_run_rows;
     out->gather_ms = (int)c->storage.commit_interval_ms;
     out->queue_cap = 0;
     out->scratch = 0;

@@ -34,6 +34,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "storage/fpruns.h"
 #include "storage/samples.h"
 #include "storage/urlfp.h"
 
@@ -52,7 +53,7 @@
 
 #define DB_FILE "crawld.db"
 #define LOCK_FILE "crawld.lock"
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 #define APP_ID 0x43724c64 /* "CrLd" in PRAGMA application_id */
 #define BUSY_MS 10000
 #define ERRMSG_MAX 512
@@ -126,6 +127,10 @@ static const char *const migrations[SCHEMA_VERSION] = {
      * is rebuilt away (rebuild_with_fp). Exactness: the writer looks a URL
      * up by fp AND url before inserting it. */
     NULL,
+    /* 5 -> 6: the fp index becomes storage/fpruns' runs (fpruns_install):
+     * new URLs go into a small active run instead of an index that grows
+     * with the set; look-ups go through the view seen_fp. */
+    NULL,
 };
 
 /* Figures over time (`crawld report`): additive tables that every db_open
@@ -153,7 +158,8 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_INSERT] = "INSERT INTO urls(url, host, depth, parent, kind,"
                   " state, discovered_at, hops, fetch_url, last_linked, fp)"
                   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    [ST_FIND] = "SELECT id FROM urls WHERE fp = ?2 AND url = ?1",
+    [ST_FIND] = "SELECT u.id FROM seen_fp f JOIN urls u ON u.id = f.id"
+                " WHERE f.fp = ?2 AND u.url = ?1 LIMIT 1",
     [ST_GETSTATE] = "SELECT state FROM urls WHERE id = ?1",
     [ST_OUTCOME] = "UPDATE urls SET state = ?2, http_status = ?3, bytes = ?4,"
                    " fetch_ms = ?5, attempts = ?6, fetched_at = ?7, error = ?8,"
@@ -170,7 +176,8 @@ static const char *const writer_sql[ST_COUNT] = {
     [ST_DUE] = "UPDATE urls SET next_at = ?2 WHERE id = ?1 AND state = 2 AND gone = 0"
                " AND (?3 = 0 OR fetched_at IS NULL OR fetched_at < ?3)"
                " AND (next_at IS NULL OR next_at > ?2)",
-    [ST_LINKED] = "UPDATE urls SET last_linked = ?2 WHERE fp = ?3 AND url = ?1 AND last_linked < ?2",
+    [ST_LINKED] = "UPDATE urls SET last_linked = ?2 WHERE id IN (SELECT id FROM seen_fp"
+                  " WHERE fp = ?3) AND url = ?1 AND last_linked < ?2",
     /* rows nobody linked since the cutoff, unless queued, in flight or due
      * for a re-crawl (next_at reached, ?3 = now in ms) */
     [ST_FORGET_PICK] = "SELECT id, state FROM urls WHERE last_linked < ?1"
@@ -239,6 +246,9 @@ struct db {
     int64_t delta[DB_STATE_COUNT];
     int64_t max_id;     /* highest committed row id */
     int64_t batch_max;  /* ... including the batch being applied */
+    int64_t batch_new;  /* rows the batch being applied inserted */
+    int64_t fp_active;  /* rows in storage/fpruns' active run (about: deletes not seen) */
+    int64_t run_rows;   /* db_opts.run_rows */
     pthread_t thread;
     int thread_started;
     /* Guarded by mu. */
@@ -257,6 +267,7 @@ struct db {
     char errmsg[ERRMSG_MAX];
     int64_t counts[DB_STATE_COUNT];
     int64_t n_ops, n_commits, n_failed, n_forgotten;
+    struct db_runs runs; /* storage/fpruns upkeep */
     /* A stall: the writer holds a batch the store refused and retries it. */
     pthread_cond_t retry_cv;  /* the writer's backoff wait; db_close wakes it */
     int stalled;
@@ -283,7 +294,8 @@ enum {
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts, fetch_url"
 static const char *const reader_sql[RST_COUNT] = {
-    [RST_EXISTS] = "SELECT id FROM urls WHERE fp = ?2 AND url = ?1",
+    [RST_EXISTS] = "SELECT u.id FROM seen_fp f JOIN urls u ON u.id = f.id"
+                   " WHERE f.fp = ?2 AND u.url = ?1 LIMIT 1",
     [RST_MAXID] = "SELECT max(id) FROM urls",
     [RST_SCAN] = "SELECT id, url FROM urls WHERE id > ?1 ORDER BY id",
     [RST_STAMPS] = "SELECT DISTINCT last_linked FROM urls WHERE last_linked >= ?1"
@@ -722,9 +734,18 @@ static int migrate(sqlite3 *c, int64_t from, const char *path, char *err, size_t
     if (rc < 0)
         return rc;
     for (int64_t v = from; v < SCHEMA_VERSION; v++) {
-        if (migrations[v] == NULL)
+        if (migrations[v] == NULL && v == 4) {
             rc = rebuild_with_fp(c, path, err, errlen);
-        else
+        } else if (migrations[v] == NULL) {
+            int src = fpruns_install(c);
+#ifdef CRAWLD_FAULT_HOOKS
+            if (src == SQLITE_OK && getenv("CRAWLD_FAULT_FPRUNS_INSTALL") != NULL)
+                src = SQLITE_FULL; /* a disk that fills up while the run is written */
+#endif
+            rc = src == SQLITE_OK ? 0 : sql_errno(src);
+            if (rc < 0)
+                sql_msg(err, errlen, path, "moving the fingerprint index into runs", c, src);
+        } else
             rc = exec(c, migrations[v], path, "creating the schema", err, errlen);
         if (rc < 0)
             goto fail;
@@ -800,6 +821,13 @@ static int check_opts(const db_opts *o, db_opts *out, char *err, size_t errlen)
         d.batch_size = 10000;
     if (d.queue_cap == 0)
         d.queue_cap = d.batch_size * 2 > 1024 ? d.batch_size * 2 : 1024;
+    if (d.run_rows == 0)
+        d.run_rows = FPRUNS_ACTIVE_MAX;
+    if (d.run_rows < 2 || d.run_rows > 1000000000) {
+        cr_errf(err, errlen, "run_rows %lld is out of range (2..1000000000)",
+            (long long)d.run_rows);
+        return -EINVAL;
+    }
     if (d.cache_mb < 1 || d.cache_mb > 65536) {
         cr_errf(err, errlen, "cache_mb %d is out of range (1..65536)", d.cache_mb);
         return -EINVAL;
@@ -1037,6 +1065,7 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
     d->batch_size = opts.batch_size;
     d->gather_ms = opts.gather_ms;
     d->max_stall_ms = opts.max_stall_ms;
+    d->run_rows = opts.run_rows;
     d->cap = (size_t)opts.queue_cap;
     d->dir = cr_strdup(state_dir);
     d->path = d->dir ? join_path(state_dir, DB_FILE) : NULL;
@@ -1063,6 +1092,11 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
         goto fail;
     if (recover(d, err, errlen) < 0)
         goto fail;
+    rc = fpruns_count(d->conn, &d->fp_active, &d->runs.runs);
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, d->path, "reading the fingerprint runs", d->conn, rc);
+        goto fail;
+    }
     for (int i = 0; i < ST_COUNT; i++) {
         rc = sqlite3_prepare_v3(d->conn, writer_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                 &d->st[i], NULL);
@@ -1666,6 +1700,7 @@ void db_get_stats(db *d, db_stats *st)
     st->commits = d->n_commits;
     st->failed_ops = d->n_failed;
     st->forgotten = d->n_forgotten;
+    st->runs = d->runs;
     st->queued = (int64_t)d->count;
     st->stalled = d->stalled;
     st->stall_code = d->stalled ? d->stall_code : 0;
@@ -1821,6 +1856,7 @@ static int apply_insert(db *d, struct op *o)
         d->batch_max = o->id;
     o->status = 1;
     d->delta[o->state]++;
+    d->batch_new++;
     return SQLITE_OK;
 }
 
@@ -1986,6 +2022,7 @@ static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t tex
 
     memset(d->delta, 0, sizeof d->delta);
     d->batch_max = d->max_id;
+    d->batch_new = 0;
     order_batch(d, batch, n);
     rc = step_done(d->st[ST_BEGIN]);
     for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
@@ -2081,6 +2118,7 @@ static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t tex
         return code;
     }
     d->max_id = d->batch_max;
+    d->fp_active += d->batch_new;
     if (op_err != 0) {
         char msg[ERRMSG_MAX];
         cr_errf(msg, sizeof msg, "%s: no row with id %lld to update", d->path,
@@ -2241,6 +2279,52 @@ static void fail_ops(struct op *batch, size_t n, int code)
     }
 }
 
+/* After a committed batch (its callers answered): one step of the seen-set
+ * runs' upkeep (storage/fpruns). A failure changes nothing and is only
+ * counted: the runs stay as they were, every look-up stays exact, and the
+ * next batch tries again. */
+static void upkeep(db *d)
+{
+    fpruns_step st;
+    int64_t t0 = cr_mono_ms();
+#ifdef CRAWLD_FAULT_HOOKS
+    /* a disk that is full for the upkeep: no page beyond the file's size */
+    int64_t pages = 0;
+    int full = getenv("CRAWLD_FAULT_UPKEEP") != NULL
+               && query_int(d->conn, "PRAGMA page_count", &pages) == 0;
+    if (full) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", (long long)pages);
+        sqlite3_exec(d->conn, sql, NULL, NULL, NULL);
+    }
+#endif
+    int rc = fpruns_maintain(d->conn, &d->fp_active, d->run_rows, FPRUNS_FANIN, &st);
+#ifdef CRAWLD_FAULT_HOOKS
+    if (full)
+        sqlite3_exec(d->conn, "PRAGMA max_page_count = 4294967294", NULL, NULL, NULL);
+#endif
+    if (rc == SQLITE_OK && !st.rotated && !st.merged)
+        return;
+    int64_t ms = cr_mono_ms() - t0;
+    int runs = 0;
+    int64_t active = 0;
+    if (rc == SQLITE_OK)
+        fpruns_count(d->conn, &active, &runs);
+    pthread_mutex_lock(&d->mu);
+    if (rc != SQLITE_OK) {
+        d->runs.failures++;
+    } else {
+        d->runs.runs = runs;
+        d->runs.freezes += st.rotated;
+        d->runs.merges += st.merged > 0;
+        d->runs.merged_rows += st.rows;
+        d->runs.upkeep_ms += ms;
+        if (ms > d->runs.longest_ms)
+            d->runs.longest_ms = ms;
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
 static void *writer_main(void *arg)
 {
     db *d = arg;
@@ -2275,6 +2359,8 @@ static void *writer_main(void *arg)
         if (rc < 0)
             fail_ops(d->batch, n, rc);
         finish_batch(d, d->batch, n, rc == 0);
+        if (rc == 0)
+            upkeep(d);
         pthread_mutex_lock(&d->mu);
     }
     pthread_mutex_unlock(&d->mu);
@@ -2981,7 +3067,9 @@ const char *db_state_name(int state)
     " discovered_at, fetched_at, http_status, bytes, fetch_ms, attempts, error,"         \
     " content_type, fetch_url, hops, next_at, interval_s, etag, last_modified, digest,"  \
     " size, warc_id, warc_date, warc_uri, gone, fetches, changes, last_linked, fp"
-#define SLOT_NEW "NOT EXISTS (SELECT 1 FROM main.urls u WHERE u.fp = c.fp AND u.url = c.url)"
+#define SLOT_NEW                                                                         \
+    "NOT EXISTS (SELECT 1 FROM main.seen_fp f JOIN main.urls u ON u.id = f.id"            \
+    " WHERE f.fp = c.fp AND u.url = c.url)"
 
 typedef struct slot_pick {
     db_host_pick_fn fn;

@@ -103,6 +103,9 @@ typedef struct db_opts {
                        or a full batch ends the wait at once): fewer, larger
                        transactions; 0 = commit at once (0..10000) */
     int max_stall_ms; /* give up a stall after this long; 0 = never */
+    int64_t run_rows; /* rows the seen-set's active fingerprint run takes
+                         before it is frozen (storage/fpruns); 0 =
+                         FPRUNS_ACTIVE_MAX (2..1e9) */
     int scratch;      /* 1: a throw-away database (crawld dedup without
                          --state, removed at exit): nothing is synced
                          (synchronous = OFF), since no run reads it again */
@@ -322,6 +325,17 @@ int db_flush_mark(db *d, int64_t *mark);
  * buf and returns its code (0 if none). OUT: buf */
 int db_last_error(db *d, char *buf, size_t len);
 
+/* The seen-set's fingerprint runs (storage/fpruns), since db_open. */
+struct db_runs {
+    int runs;            /* runs now, the active one included */
+    int64_t freezes;     /* active runs frozen */
+    int64_t merges;      /* merges of frozen runs */
+    int64_t merged_rows; /* entries those merges wrote */
+    int64_t upkeep_ms;   /* writer time spent on both */
+    int64_t longest_ms;  /* the longest single step (the writer waits for it) */
+    int64_t failures;    /* steps that failed and changed nothing (retried) */
+};
+
 typedef struct db_stats {
     int64_t rows[DB_STATE_COUNT]; /* committed rows per state */
     int64_t ops;                  /* operations applied (flushes included) */
@@ -336,6 +350,7 @@ typedef struct db_stats {
     int64_t stall_ms;             /* their total length, the current one included */
     int64_t retry_in_ms;          /* until the next try, while stalled */
     int64_t forgotten;            /* rows deleted by db_forget (retention) */
+    struct db_runs runs;          /* the seen-set's fingerprint runs */
 } db_stats;
 
 /* A few words for a stall's error code: "disk full", "I/O error",

@@ -164,10 +164,13 @@ static void test_create_and_reopen(void **state)
     assert_true(id > 0);
     assert_int_equal(db_close(d), 0);
 
-    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 5);
-    /* the seen-set index is on the fingerprint; the URL text has none */
+    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+    /* the seen-set is keyed by fingerprint, in runs (storage/fpruns): one
+     * active run holds the new row; the URL text has no index */
     assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
-                                     " AND name = 'urls_fp'"), 1);
+                                     " AND name = 'urls_fp'"), 0);
+    assert_int_equal(raw_int(nested, "SELECT count(*) FROM fp_runs WHERE tier = -1"), 1);
+    assert_int_equal(raw_int(nested, "SELECT count(*) FROM seen_fp"), 1);
     assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
                                      " AND tbl_name = 'urls' AND sql IS NULL"), 0);
     assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
@@ -194,7 +197,7 @@ static void test_meta_values(void **state)
     assert_string_equal(buf, "{\"pages\": 2}");
     assert_int_equal(db_reader_get_meta(rd, "nothing", buf, sizeof buf), -ENOENT);
     assert_int_equal(db_reader_get_meta(rd, "schema_version", buf, sizeof buf), 0);
-    assert_string_equal(buf, "5");
+    assert_string_equal(buf, "6");
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
@@ -1955,7 +1958,7 @@ static void test_migrate_from_v1(void **state)
     assert_int_equal(hops, 3);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 5);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
     /* 3 -> 4: old rows stamped from discovered_at (0 here; /a was linked
      * again above and took that insert's stamp), the index there */
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE last_linked = 0"), 2);
@@ -2011,7 +2014,7 @@ static void test_migrate_from_v2_keeps_columns(void **state)
     assert_int_equal(hops, 2);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 5);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 4);
     assert_int_equal(raw_int(f->state, "SELECT linked_at FROM urls WHERE id = 2"), 5);
     assert_int_equal(raw_int(f->state, "SELECT linked_at FROM urls WHERE id = 4"), 77);
@@ -2019,7 +2022,10 @@ static void test_migrate_from_v2_keeps_columns(void **state)
                                        " fetch_url = 'https://old.example/B'"), 1);
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE type='index'"
                                        " AND name IN ('urls_state', 'urls_host_state',"
-                                       " 'urls_linked', 'urls_fp')"), 4);
+                                       " 'urls_linked')"), 3);
+    /* 5 -> 6: the three old rows are a frozen run, the new one is active */
+    assert_int_equal(raw_int(f->state, "SELECT rows FROM fp_runs WHERE tier = 0"), 3);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM seen_fp"), 4);
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE type='index'"
                                        " AND tbl_name = 'urls' AND sql IS NULL"), 0);
     const char *url = "https://old.example/a";
@@ -2054,7 +2060,183 @@ static void test_migrate_failure_keeps_v2(void **state)
     assert_int_equal(db_insert_url_wait(d, &u, &rid), 0);
     assert_int_equal(rid, 2);
     assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+}
+
+static void count_forgotten(void *ud, const db_result *r) { *(int64_t *)ud = r->status; }
+
+/* The writer's upkeep of the fingerprint runs (run_rows 5): runs are
+ * frozen and merged between batches, the figures say so, and every URL
+ * stays known under its id, also after a forget deleted rows from runs
+ * of every age. */
+static void test_runs_upkeep(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .run_rows = 5 };
+    db *d = open_ok(f->state, &o);
+    char url[64];
+    int64_t rid = 0;
+    for (int i = 0; i < 120; i++) {
+        make_url(url, sizeof url, i % 3, i);
+        db_url u = url_of(url, "h.example", 0);
+        u.state = DB_STATE_DONE;
+        u.linked_s = 100;
+        assert_int_equal(db_insert_url_wait(d, &u, &rid), 1);
+        assert_int_equal(rid, i + 1);
+    }
+    db_stats st;
+    db_get_stats(d, &st);
+    assert_true(st.runs.freezes >= 20);
+    assert_true(st.runs.merges >= 5);
+    assert_true(st.runs.merged_rows >= 20 * st.runs.merges);
+    assert_int_equal(st.runs.failures, 0);
+    assert_true(st.runs.runs >= 2 && st.runs.runs <= 12);
+    for (int i = 0; i < 120; i++) {
+        make_url(url, sizeof url, i % 3, i);
+        db_url u = url_of(url, "h.example", 0);
+        u.linked_s = 100;
+        assert_int_equal(db_insert_url_wait(d, &u, &rid), 0);
+        assert_int_equal(rid, i + 1);
+    }
+    assert_int_equal(db_close(d), 0);
+    /* forgetting: every row was stamped 100; a cutoff of 200 forgets them all */
+    d = open_ok(f->state, &o);
+    int64_t gone = 0;
+    for (int step = 0; step < 10 && gone < 120; step++) {
+        int64_t n = -1;
+        assert_int_equal(db_forget(d, 200, 50, count_forgotten, &n), 0);
+        assert_int_equal(db_flush(d), 0);
+        assert_true(n > 0);
+        gone += n;
+    }
+    assert_int_equal(gone, 120);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM seen_fp"), 0);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 0);
+}
+
+/* A disk full for the upkeep (CRAWLD_FAULT_UPKEEP: no page past the
+ * file's size during the step) fails each step: counted, nothing frozen,
+ * every URL still known; once there is room the runs catch up. */
+static void test_runs_upkeep_failure(void **state)
+{
+    fixture *f = *state;
+    db_opts o = { .run_rows = 5 };
+    char url[64];
+    int64_t rid = 0;
+    setenv("CRAWLD_FAULT_UPKEEP", "1", 1);
+    db *d = open_ok(f->state, &o);
+    for (int i = 0; i < 30; i++) {
+        make_url(url, sizeof url, 1, i);
+        db_url u = url_of(url, "h1.example", 0);
+        assert_int_equal(db_insert_url_wait(d, &u, &rid), 1);
+    }
+    db_stats st;
+    db_get_stats(d, &st);
+    assert_true(st.runs.failures >= 20);
+    assert_int_equal(st.runs.freezes, 0);
+    assert_int_equal(st.runs.runs, 1);
+    assert_int_equal(db_last_error(d, url, sizeof url), 0); /* the store did not fail */
+    unsetenv("CRAWLD_FAULT_UPKEEP");
+    for (int i = 0; i < 30; i++) {
+        make_url(url, sizeof url, 1, i);
+        db_url u = url_of(url, "h1.example", 0);
+        assert_int_equal(db_insert_url_wait(d, &u, &rid), 0);
+        assert_int_equal(rid, i + 1);
+    }
+    make_url(url, sizeof url, 2, 0);
+    db_url u = url_of(url, "h2.example", 0);
+    assert_int_equal(db_insert_url_wait(d, &u, &rid), 1);
+    db_get_stats(d, &st);
+    assert_int_equal(st.runs.freezes, 1);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM seen_fp"), 31);
+}
+
+/* A v5 file as crawld 5 left it: one fp index on urls. Made here from a
+ * new file by taking the runs away again (the rows stay as they are). */
+static void make_v5(const char *state)
+{
+    db *d = open_ok(state, NULL);
+    const char *urls[] = { "https://five.example/", "https://five.example/a",
+                           "https://five.example/b" };
+    for (size_t i = 0; i < 3; i++) {
+        db_url u = url_of(urls[i], "five.example", 0);
+        int64_t rid = 0;
+        assert_int_equal(db_insert_url_wait(d, &u, &rid), 1);
+    }
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(state, "SELECT run FROM fp_runs"), 2); /* a new file's active run */
+    assert_int_equal(raw_exec(state,
+        "DROP TRIGGER seen_fp_add; DROP TRIGGER seen_fp_drop; DROP TRIGGER seen_fp_move;"
+        "DROP VIEW seen_fp; DROP TABLE fp_2; DROP TABLE fp_runs;"
+        "CREATE INDEX urls_fp ON urls(fp);"
+        "UPDATE meta SET value = 5 WHERE key = 'schema_version'; PRAGMA user_version = 5;"),
+        SQLITE_OK);
+}
+
+/* 5 -> 6 moves the fp index into a frozen run: every old URL still
+ * known (same id), new ones go to the active run, the index is gone. */
+static void test_migrate_from_v5_moves_the_index(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(mkdir(f->state, 0700), 0);
+    make_v5(f->state);
+    db *d = open_ok(f->state, NULL);
+    db_stats st;
+    db_get_stats(d, &st);
+    assert_int_equal(st.runs.runs, 2);
+    int64_t rid = 0;
+    db_url u = url_of("https://five.example/b", "five.example", 1);
+    assert_int_equal(db_insert_url_wait(d, &u, &rid), 0);
+    assert_int_equal(rid, 3);
+    db_url n = url_of("https://five.example/c", "five.example", 1);
+    assert_int_equal(db_insert_url_wait(d, &n, &rid), 1);
+    assert_int_equal(rid, 4);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_exists(rd, "https://five.example/", 0, &rid), 1);
+    assert_int_equal(rid, 1);
+    assert_int_equal(db_reader_exists(rd, "https://five.example/c", 0, &rid), 1);
+    assert_int_equal(rid, 4);
+    assert_int_equal(db_reader_exists(rd, "https://five.example/zz", 0, &rid), 0);
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE name = 'urls_fp'"), 0);
+    assert_int_equal(raw_int(f->state, "SELECT rows FROM fp_runs WHERE tier = 0"), 3);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM fp_runs"), 2);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM seen_fp"), 4);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM pragma_integrity_check"
+                                       " WHERE integrity_check = 'ok'"), 1);
+}
+
+/* A move into runs that fails (the disk fills while the run is written)
+ * leaves the file at version 5 with its index, and says why; the next
+ * open migrates it. */
+static void test_migrate_failure_keeps_v5(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    assert_int_equal(mkdir(f->state, 0700), 0);
+    make_v5(f->state);
+    setenv("CRAWLD_FAULT_FPRUNS_INSTALL", "1", 1);
+    db *d = db_open(f->state, NULL, err, sizeof err);
+    unsetenv("CRAWLD_FAULT_FPRUNS_INSTALL");
+    assert_null(d);
+    assert_non_null(strstr(err, "disk is full"));
+    assert_non_null(strstr(err, "fingerprint index into runs"));
     assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 5);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE name = 'urls_fp'"), 1);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE name = 'fp_runs'"
+                                       " OR name GLOB 'fp_[0-9]*' OR name = 'seen_fp'"), 0);
+    d = open_ok(f->state, NULL);
+    int64_t rid = 0;
+    db_url u = url_of("https://five.example/a", "five.example", 1);
+    assert_int_equal(db_insert_url_wait(d, &u, &rid), 0);
+    assert_int_equal(rid, 2);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
 }
 
 /* Two URLs with one fingerprint are two rows: a fingerprint match is
@@ -2501,6 +2683,10 @@ int main(void)
         T(test_migrate_from_v1),
         T(test_migrate_from_v2_keeps_columns),
         T(test_migrate_failure_keeps_v2),
+        T(test_migrate_from_v5_moves_the_index),
+        T(test_runs_upkeep),
+        T(test_runs_upkeep_failure),
+        T(test_migrate_failure_keeps_v5),
         T(test_fingerprint_match_compares_text),
         T(test_keep_linked_leaves_the_row),
         T(test_colliding_fingerprints_stay_exact),

@@ -84,6 +84,10 @@ static void random_status(crawl_status *st)
     st->db.ops = (int64_t)rnd_below(1000);
     st->db.commits = (int64_t)rnd_below(1000);
     st->db.failed_ops = (int64_t)rnd_below(1000);
+    st->db.runs.runs = 1 + (int)rnd_below(20);
+    st->db.runs.merges = (int64_t)rnd_below(1000);
+    st->db.runs.merged_rows = (int64_t)rnd_below(1000000);
+    st->db.runs.failures = (int64_t)rnd_below(1000);
     st->cluster.on = rnd_below(2);
     st->cluster.slots = 64;
     st->cluster.handed_over = rnd_below(1000);
@@ -147,6 +151,11 @@ static void test_json_carries_the_figures(void **state)
         for (int v = SCOPE_ALLOWED + 1; v < SCOPE_VERDICT_COUNT; v++)
             assert_int_equal(int_at(rej, scope_verdict_name(v)), (json_int_t)st.scope_verdicts[v]);
         assert_int_equal(int_at(json_object_get(j, "storage"), "commits"), st.db.commits);
+        const json_t *sr = json_object_get(json_object_get(j, "storage"), "seen_runs");
+        assert_int_equal(int_at(sr, "runs"), st.db.runs.runs);
+        assert_int_equal(int_at(sr, "merges"), st.db.runs.merges);
+        assert_int_equal(int_at(sr, "merged_rows"), st.db.runs.merged_rows);
+        assert_int_equal(int_at(sr, "failed_steps"), st.db.runs.failures);
         const json_t *kinds = json_object_get(j, "fetch_errors_by_kind");
         for (int e = 0; e < FETCH_ERR_COUNT; e++) {
             const json_t *v = json_object_get(kinds, fetch_error_name((fetch_error)e));
@@ -238,6 +247,11 @@ static void test_metrics_carry_the_figures(void **state)
             { "orphans_dropped", st.cluster.orphans_dropped },
             { "via_redis", st.cluster.ckpt_sent }, { "too_big_for_redis", st.cluster.ckpt_too_big },
         };
+        snprintf(line, sizeof line, "crawld_seen_runs %d\n", st.db.runs.runs);
+        assert_non_null(strstr(text, line));
+        snprintf(line, sizeof line, "crawld_seen_run_upkeep_failures_total %lld\n",
+                 (long long)st.db.runs.failures);
+        assert_non_null(strstr(text, line));
         for (size_t i = 0; i < sizeof moves / sizeof moves[0]; i++) {
             snprintf(line, sizeof line, "crawld_cluster_slot_moves_total{what=\"%s\"} %llu\n",
                      moves[i].what, (unsigned long long)moves[i].v);

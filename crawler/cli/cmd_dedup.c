@@ -412,6 +412,16 @@ static int dedup_stream(run *r)
     if (j)
         summary_dedup_print(stderr, j);
     json_decref(j);
+    if (r->d) { /* the seen-set's fingerprint runs (storage/fpruns) */
+        db_stats st;
+        db_get_stats(r->d, &st);
+        fprintf(stderr, "  SQLite seen-set: %d fingerprint runs; %lld frozen, %lld merges"
+                " (%lld entries rewritten), upkeep %.1f s (longest step %.1f s),"
+                " %lld failed steps (retried)\n",
+                st.runs.runs, (long long)st.runs.freezes, (long long)st.runs.merges,
+                (long long)st.runs.merged_rows, (double)st.runs.upkeep_ms / 1000.0,
+                (double)st.runs.longest_ms / 1000.0, (long long)st.runs.failures);
+    }
     if (r->stats_json && write_json(r->stats_json, &c, &b, lineno, rejected) < 0)
         rc = 1;
     if (stop_signal && rc == 0)

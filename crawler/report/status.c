@@ -162,6 +162,16 @@ json_t *status_json(const crawl_status *st)
                       (json_int_t)(ds->stalled ? ds->held : 0), "stalls", (json_int_t)ds->stalls,
                       "stall_s", (double)ds->stall_ms / 1000.0, "retry_in_s",
                       (double)ds->retry_in_ms / 1000.0));
+    json_t *sto = j ? json_object_get(j, "storage") : NULL;
+    if (sto) /* the seen-set's fingerprint runs (storage/fpruns) */
+        json_object_set_new(
+            sto, "seen_runs",
+            json_pack("{s:i, s:I, s:I, s:I, s:f, s:f, s:I}", "runs", ds->runs.runs, "freezes",
+                      (json_int_t)ds->runs.freezes, "merges", (json_int_t)ds->runs.merges,
+                      "merged_rows", (json_int_t)ds->runs.merged_rows, "upkeep_s",
+                      (double)ds->runs.upkeep_ms / 1000.0, "longest_step_s",
+                      (double)ds->runs.longest_ms / 1000.0, "failed_steps",
+                      (json_int_t)ds->runs.failures));
     if (j)
         json_object_set_new(j, "end", json_string(st->end));
     if (j && st->cluster.on) {
@@ -378,6 +388,18 @@ void status_metrics(FILE *f, const crawl_status *st)
                "crawld_storage_stall_seconds_total %.3f\n",
             st->db.stalled != 0, st->db.failed != 0, (long long)(st->db.stalled ? st->db.held : 0),
             (long long)st->db.stalls, (double)st->db.stall_ms / 1000.0);
+    fprintf(f, "# HELP crawld_seen_runs The SQLite seen-set's fingerprint runs now.\n"
+               "# TYPE crawld_seen_runs gauge\ncrawld_seen_runs %d\n"
+               "# HELP crawld_seen_run_merges_total Merges of frozen fingerprint runs.\n"
+               "# TYPE crawld_seen_run_merges_total counter\ncrawld_seen_run_merges_total %lld\n"
+               "# HELP crawld_seen_run_upkeep_seconds_total Writer time freezing and merging runs.\n"
+               "# TYPE crawld_seen_run_upkeep_seconds_total counter\n"
+               "crawld_seen_run_upkeep_seconds_total %.3f\n"
+               "# HELP crawld_seen_run_upkeep_failures_total Upkeep steps that failed (retried).\n"
+               "# TYPE crawld_seen_run_upkeep_failures_total counter\n"
+               "crawld_seen_run_upkeep_failures_total %lld\n",
+            st->db.runs.runs, (long long)st->db.runs.merges,
+            (double)st->db.runs.upkeep_ms / 1000.0, (long long)st->db.runs.failures);
     fprintf(f, "# HELP crawld_html_pages_total HTML pages fetched and parsed for links.\n"
                "# TYPE crawld_html_pages_total counter\ncrawld_html_pages_total %llu\n"
                "# HELP crawld_responses_total Responses by what was asked for.\n"

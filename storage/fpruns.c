@@ -1,0 +1,266 @@
+/* storage/fpruns: the fingerprint runs of the seen-set (see fpruns.h). */
+#include "storage/fpruns.h"
+
+#include "common/buf.h"
+
+#include <stdio.h>
+
+#define MAX_RUNS 256 /* far above what upkeep leaves: (fanin - 1) per tier */
+#define ACTIVE_TIER (-1)
+
+struct run {
+    int64_t run, tier, rows;
+};
+
+/* The runs, largest tier first (the order of the view: a random key that
+ * is there is most likely in the biggest run), the active one last. */
+static int read_runs(sqlite3 *c, struct run *r, int *n)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(c, "SELECT run, tier, rows FROM fp_runs"
+                                   " ORDER BY tier DESC, run", -1, &s, NULL);
+    *n = 0;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (*n == MAX_RUNS) {
+            rc = SQLITE_CORRUPT;
+            break;
+        }
+        r[*n].run = sqlite3_column_int64(s, 0);
+        r[*n].tier = sqlite3_column_int64(s, 1);
+        r[*n].rows = sqlite3_column_int64(s, 2);
+        (*n)++;
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    if (rc == SQLITE_OK && (*n == 0 || r[*n - 1].tier != ACTIVE_TIER))
+        rc = SQLITE_CORRUPT; /* no active run: this file was not made by fpruns */
+    return rc;
+}
+
+static int exec_buf(sqlite3 *c, cr_buf *b, int mem)
+{
+    if (mem != 0)
+        return SQLITE_NOMEM;
+    return sqlite3_exec(c, b->data, NULL, NULL, NULL);
+}
+
+/* The view and the triggers for the runs in r (as read_runs orders them). */
+static int rewrite(sqlite3 *c, const struct run *r, int n)
+{
+    const int64_t active = r[n - 1].run;
+    cr_buf b;
+    int mem = 0;
+
+    cr_buf_init(&b, 0);
+    mem |= cr_buf_puts(&b, "DROP VIEW IF EXISTS seen_fp; CREATE VIEW seen_fp AS ");
+    for (int i = 0; i < n; i++)
+        mem |= cr_buf_printf(&b, "%sSELECT fp, id FROM fp_%lld", i ? " UNION ALL " : "",
+                             (long long)r[i].run);
+    mem |= cr_buf_printf(&b, ";"
+                         " DROP TRIGGER IF EXISTS seen_fp_add;"
+                         " CREATE TRIGGER seen_fp_add AFTER INSERT ON urls BEGIN"
+                         " INSERT INTO fp_%lld(fp, id) VALUES(new.fp, new.id); END;",
+                         (long long)active);
+    for (int t = 0; t < 2; t++) {
+        mem |= cr_buf_puts(&b, t == 0 ? " DROP TRIGGER IF EXISTS seen_fp_drop;"
+                                        " CREATE TRIGGER seen_fp_drop AFTER DELETE ON urls BEGIN"
+                                      : " DROP TRIGGER IF EXISTS seen_fp_move;"
+                                        " CREATE TRIGGER seen_fp_move AFTER UPDATE OF fp, id"
+                                        " ON urls BEGIN");
+        for (int i = 0; i < n; i++)
+            mem |= cr_buf_printf(&b, " DELETE FROM fp_%lld WHERE fp = old.fp AND id = old.id;",
+                                 (long long)r[i].run);
+        if (t == 1)
+            mem |= cr_buf_printf(&b, " INSERT INTO fp_%lld(fp, id) VALUES(new.fp, new.id);",
+                                 (long long)active);
+        mem |= cr_buf_puts(&b, " END;");
+    }
+    int rc = exec_buf(c, &b, mem);
+    cr_buf_release(&b);
+    return rc;
+}
+
+static int create_run(sqlite3 *c, int64_t run)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "CREATE TABLE fp_%lld(fp INTEGER NOT NULL, id INTEGER NOT NULL,"
+             " PRIMARY KEY(fp, id)) WITHOUT ROWID", (long long)run);
+    return sqlite3_exec(c, sql, NULL, NULL, NULL);
+}
+
+static int put_run(sqlite3 *c, int64_t run, int64_t tier, int64_t rows)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO fp_runs(run, tier, rows)"
+             " VALUES(%lld, %lld, %lld)", (long long)run, (long long)tier, (long long)rows);
+    return sqlite3_exec(c, sql, NULL, NULL, NULL);
+}
+
+static int query_count(sqlite3 *c, int64_t run, int64_t *out)
+{
+    char sql[96];
+    sqlite3_stmt *s = NULL;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM fp_%lld", (long long)run);
+    int rc = sqlite3_prepare_v2(c, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        *out = sqlite3_column_int64(s, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? SQLITE_CORRUPT : rc;
+}
+
+int fpruns_install(sqlite3 *c)
+{
+    struct run r[2];
+    int n = 0, rc;
+
+    rc = sqlite3_exec(c, "CREATE TABLE fp_runs(run INTEGER PRIMARY KEY,"
+                         " tier INTEGER NOT NULL, rows INTEGER NOT NULL)", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = create_run(c, 1);
+    /* urls_fp yields (fp, rowid) in key order: the run is written in order */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(c, "INSERT INTO fp_1(fp, id) SELECT fp, id FROM urls"
+                             " INDEXED BY urls_fp ORDER BY fp, id", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) {
+        int64_t rows = sqlite3_changes64(c);
+        if (rows > 0) {
+            r[n++] = (struct run){1, 0, rows};
+            rc = put_run(c, 1, 0, rows);
+        } else {
+            rc = sqlite3_exec(c, "DROP TABLE fp_1", NULL, NULL, NULL);
+        }
+    }
+    if (rc == SQLITE_OK)
+        rc = create_run(c, 2);
+    if (rc == SQLITE_OK) {
+        r[n++] = (struct run){2, ACTIVE_TIER, 0};
+        rc = put_run(c, 2, ACTIVE_TIER, 0);
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(c, "DROP INDEX urls_fp", NULL, NULL, NULL);
+    return rc == SQLITE_OK ? rewrite(c, r, n) : rc;
+}
+
+/* The frozen active run takes tier 0; a new empty run becomes active. */
+static int rotate(sqlite3 *c, struct run *r, int n, int64_t next)
+{
+    struct run *a = &r[n - 1];
+    int rc = query_count(c, a->run, &a->rows);
+    if (rc == SQLITE_OK)
+        rc = put_run(c, a->run, 0, a->rows);
+    if (rc == SQLITE_OK)
+        rc = create_run(c, next);
+    if (rc == SQLITE_OK)
+        rc = put_run(c, next, ACTIVE_TIER, 0);
+    if (rc == SQLITE_OK)
+        rc = read_runs(c, r, &n);
+    return rc == SQLITE_OK ? rewrite(c, r, n) : rc;
+}
+
+/* The `fanin` oldest runs of tier t become one run of tier t + 1, written in
+ * key order: a merge of sorted inputs (SQLite's compound ORDER BY merges
+ * them, each read along its key), appended to a new B-tree. */
+static int merge(sqlite3 *c, struct run *r, int n, int64_t tier, int fanin, int64_t next,
+                 int64_t *written)
+{
+    int64_t pick[MAX_RUNS];
+    int k = 0, rc, mem = 0;
+    cr_buf b;
+
+    for (int i = 0; i < n && k < fanin; i++) /* within a tier, oldest first */
+        if (r[i].tier == tier)
+            pick[k++] = r[i].run;
+    if (k < fanin)
+        return SQLITE_MISUSE;
+    rc = create_run(c, next);
+    cr_buf_init(&b, 0);
+    mem |= cr_buf_printf(&b, "INSERT INTO fp_%lld(fp, id) ", (long long)next);
+    for (int i = 0; i < k; i++)
+        mem |= cr_buf_printf(&b, "%sSELECT fp, id FROM fp_%lld", i ? " UNION ALL " : "",
+                             (long long)pick[i]);
+    mem |= cr_buf_puts(&b, " ORDER BY 1, 2");
+    if (rc == SQLITE_OK)
+        rc = exec_buf(c, &b, mem);
+    if (rc == SQLITE_OK) {
+        *written = sqlite3_changes64(c);
+        rc = put_run(c, next, tier + 1, *written);
+    }
+    for (int i = 0; i < k && rc == SQLITE_OK; i++) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "DROP TABLE fp_%lld; DELETE FROM fp_runs WHERE run = %lld",
+                 (long long)pick[i], (long long)pick[i]);
+        rc = sqlite3_exec(c, sql, NULL, NULL, NULL);
+    }
+    cr_buf_release(&b);
+    if (rc == SQLITE_OK)
+        rc = read_runs(c, r, &n);
+    return rc == SQLITE_OK ? rewrite(c, r, n) : rc;
+}
+
+int fpruns_maintain(sqlite3 *c, int64_t *active_rows, int64_t active_max, int fanin,
+                    fpruns_step *st)
+{
+    struct run r[MAX_RUNS];
+    int n, rc;
+    int64_t next = 0, due_tier = -1;
+
+    *st = (fpruns_step){0, 0, 0};
+    if (fanin < 2)
+        fanin = 2;
+    rc = read_runs(c, r, &n);
+    if (rc != SQLITE_OK)
+        return rc;
+    for (int i = 0; i < n; i++)
+        if (r[i].run >= next)
+            next = r[i].run + 1;
+    if (*active_rows < active_max) {
+        /* the lowest tier holding fanin frozen runs */
+        for (int64_t t = 0; due_tier < 0 && t < 64; t++) {
+            int m = 0;
+            for (int i = 0; i < n; i++)
+                m += r[i].tier == t;
+            if (m >= fanin)
+                due_tier = t;
+        }
+        if (due_tier < 0)
+            return SQLITE_OK;
+    }
+    rc = sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    if (due_tier < 0)
+        rc = rotate(c, r, n, next);
+    else
+        rc = merge(c, r, n, due_tier, fanin, next, &st->rows);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(c, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        if (!sqlite3_get_autocommit(c))
+            sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+        st->rows = 0;
+        return rc;
+    }
+    if (due_tier < 0) {
+        st->rotated = 1;
+        *active_rows = 0;
+    } else {
+        st->merged = fanin;
+    }
+    return SQLITE_OK;
+}
+
+int fpruns_count(sqlite3 *c, int64_t *active_rows, int *runs)
+{
+    struct run r[MAX_RUNS];
+    int n;
+    int rc = read_runs(c, r, &n);
+    if (rc == SQLITE_OK)
+        rc = query_count(c, r[n - 1].run, active_rows);
+    if (rc == SQLITE_OK)
+        *runs = n;
+    return rc;
+}

@@ -1,0 +1,56 @@
+/* storage/fpruns: the seen-set's fingerprint index, as sorted runs inside
+ * crawld.db (schema 6). A small log-structured merge tree made of SQLite
+ * tables, so that a new URL costs one insert into a B-tree that fits the
+ * page cache instead of one into an index that grows with the crawl.
+ *
+ * - Each run is a table fp_N(fp, id) WITHOUT ROWID, keyed by (fp, id):
+ *   fp is urls.fp (storage/urlfp), id the urls row.
+ * - One run is active (tier -1 in fp_runs); a trigger on urls adds every
+ *   new row's (fp, id) to it, and others delete and move entries with
+ *   their rows, so any statement that writes urls keeps the runs right.
+ * - The view seen_fp is the union of all runs, largest first: a look-up
+ *   "SELECT ... FROM seen_fp WHERE fp = ?" probes each run's key.
+ * - fpruns_maintain, run by the writer between its batches, freezes the
+ *   active run once it holds active_max rows (a new empty one takes its
+ *   place) and merges `fanin` frozen runs of one tier into one run of the
+ *   next, written in key order (so its pages are full and written once).
+ *   A URL is so rewritten about log_fanin(rows / active_max) times, in
+ *   sequential writes, instead of one random leaf write per commit.
+ * Every change of the run set rewrites the view and the triggers in the
+ * same transaction; prepared statements re-prepare themselves.
+ * The caller owns the connection and its thread. */
+#ifndef CRAWLD_FPRUNS_H
+#define CRAWLD_FPRUNS_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+/* Measured choices (issue 22, bench/bench_dedup.sh and bench_seenscale.sh):
+ * see fpruns.c beside the figures. */
+#define FPRUNS_ACTIVE_MAX 1000000
+#define FPRUNS_FANIN 4
+
+/* Schema 5 -> 6, inside the caller's transaction: the urls_fp index
+ * becomes the first frozen run (already in key order), an empty active
+ * run, the view and the triggers. SQLite result code. */
+int fpruns_install(sqlite3 *c);
+
+typedef struct fpruns_step {
+    int rotated;     /* the active run was frozen */
+    int merged;      /* runs merged into one */
+    int64_t rows;    /* entries written by the merge */
+} fpruns_step;
+
+/* One step of upkeep in its own transaction: freeze the active run when
+ * *active_rows reaches active_max (then *active_rows = 0), else merge one
+ * tier that has `fanin` frozen runs. *active_rows is the caller's count of
+ * rows inserted since the last freeze (fpruns_active_rows at open). Fills
+ * *st with what was done (all 0: nothing was due). A failure rolls back
+ * and changes nothing. SQLite result code. */
+int fpruns_maintain(sqlite3 *c, int64_t *active_rows, int64_t active_max, int fanin,
+                    fpruns_step *st);
+
+/* The active run's entries now, and the number of runs. SQLite result code. */
+int fpruns_count(sqlite3 *c, int64_t *active_rows, int *runs);
+
+#endif
