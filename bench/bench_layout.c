@@ -174,9 +174,10 @@ int main(int argc, char **argv)
         find = "SELECT id FROM urls WHERE fp = ?1 AND url = ?2";
         ins = "INSERT INTO urls(url, state, fp) VALUES(?2, 4, ?1)";
     }
-    sqlite3_stmt *sf, *si;
+    sqlite3_stmt *sf, *si, *sa = NULL;
     if (sqlite3_prepare_v2(c, find, -1, &sf, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(c, ins, -1, &si, NULL) != SQLITE_OK)
+        sqlite3_prepare_v2(c, ins, -1, &si, NULL) != SQLITE_OK ||
+        (runs && sqlite3_prepare_v2(c, FPRUNS_ADD_SQL, -1, &sa, NULL) != SQLITE_OK))
         die(c, "prepare");
     key *b = malloc((size_t)batch * sizeof *b);
     long long d = 0, text_bytes = 0;
@@ -216,6 +217,13 @@ int main(int argc, char **argv)
                     text_bytes += b[j].len;
                     active++;
                 }
+                if (sa) {
+                    sqlite3_bind_int64(sa, 1, b[j].fp);
+                    sqlite3_bind_int64(sa, 2, sqlite3_last_insert_rowid(c));
+                    if (sqlite3_step(sa) != SQLITE_DONE)
+                        die(c, "add to the active run");
+                    sqlite3_reset(sa);
+                }
             }
         }
         run(c, "COMMIT");
@@ -228,6 +236,7 @@ int main(int argc, char **argv)
     long long w = written() - w0;
     sqlite3_finalize(sf);
     sqlite3_finalize(si);
+    sqlite3_finalize(sa);
     sqlite3_close(c);
     struct stat sb;
     long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;

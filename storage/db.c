@@ -148,7 +148,7 @@ enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META, OP_SAMPLE, OP_HOST, O
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_INSERT, ST_FIND, ST_GETSTATE,
     ST_OUTCOME, ST_SETSTATE, ST_META, ST_SAMPLE, ST_HOST, ST_HISTORY, ST_DUE, ST_REQUEUE,
-    ST_LINKED, ST_FORGET_PICK, ST_FORGET_DEL, ST_COUNT
+    ST_LINKED, ST_FORGET_PICK, ST_FORGET_DEL, ST_FPADD, ST_COUNT
 };
 
 static const char *const writer_sql[ST_COUNT] = {
@@ -184,6 +184,7 @@ static const char *const writer_sql[ST_COUNT] = {
                        " AND state NOT IN (0, 1)"
                        " AND NOT (next_at IS NOT NULL AND gone = 0 AND next_at <= ?3) LIMIT ?2",
     [ST_FORGET_DEL] = "DELETE FROM urls WHERE id = ?1",
+    [ST_FPADD] = FPRUNS_ADD_SQL,
 };
 _Static_assert(DB_STATE_QUEUED == 0 && DB_STATE_IN_FLIGHT == 1, "ST_FORGET_PICK's states");
 
@@ -1852,6 +1853,13 @@ static int apply_insert(db *d, struct op *o)
     if (rc != SQLITE_DONE)
         return rc;
     o->id = sqlite3_last_insert_rowid(d->conn);
+    s = d->st[ST_FPADD]; /* the seen-set's entry, in the active run */
+    sqlite3_bind_int64(s, 1, fp);
+    sqlite3_bind_int64(s, 2, o->id);
+    rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return rc;
     if (o->id > d->batch_max)
         d->batch_max = o->id;
     o->status = 1;
@@ -3414,6 +3422,12 @@ int db_slot_import(db *d, const char *path, const char *crawl, int64_t *mark, in
                             NULL);
     if (step == SQLITE_OK)
         *rows = sqlite3_changes(c);
+    if (step == SQLITE_OK) { /* the imported rows' seen-set entries */
+        char sql[128];
+        snprintf(sql, sizeof sql, "INSERT INTO main." FPRUNS_ACTIVE_TABLE "(fp, id)"
+                 " SELECT fp, id FROM main.urls WHERE id > %lld", (long long)*mark);
+        step = sqlite3_exec(c, sql, NULL, NULL, NULL);
+    }
 #ifdef CRAWLD_FAULT_HOOKS
     if (step == SQLITE_OK && getenv("CRAWLD_FAULT_SLOT_IMPORT") != NULL)
         step = SQLITE_FULL; /* the new owner's disk fills up during the import */

@@ -12,6 +12,16 @@ struct run {
     int64_t run, tier, rows;
 };
 
+/* A run's table: the active one has a fixed name, so that the statement
+ * adding to it (FPRUNS_ADD_SQL) stays the same across freezes. */
+static const char *table_of(const struct run *r, char buf[32])
+{
+    if (r->tier == ACTIVE_TIER)
+        return FPRUNS_ACTIVE_TABLE;
+    snprintf(buf, 32, "fp_%lld", (long long)r->run);
+    return buf;
+}
+
 /* The runs, largest tier first (the order of the view: a random key that
  * is there is most likely in the biggest run), the active one last. */
 static int read_runs(sqlite3 *c, struct run *r, int *n)
@@ -49,20 +59,16 @@ static int exec_buf(sqlite3 *c, cr_buf *b, int mem)
 /* The view and the triggers for the runs in r (as read_runs orders them). */
 static int rewrite(sqlite3 *c, const struct run *r, int n)
 {
-    const int64_t active = r[n - 1].run;
+    char name[32];
     cr_buf b;
     int mem = 0;
 
     cr_buf_init(&b, 0);
     mem |= cr_buf_puts(&b, "DROP VIEW IF EXISTS seen_fp; CREATE VIEW seen_fp AS ");
     for (int i = 0; i < n; i++)
-        mem |= cr_buf_printf(&b, "%sSELECT fp, id FROM fp_%lld", i ? " UNION ALL " : "",
-                             (long long)r[i].run);
-    mem |= cr_buf_printf(&b, ";"
-                         " DROP TRIGGER IF EXISTS seen_fp_add;"
-                         " CREATE TRIGGER seen_fp_add AFTER INSERT ON urls BEGIN"
-                         " INSERT INTO fp_%lld(fp, id) VALUES(new.fp, new.id); END;",
-                         (long long)active);
+        mem |= cr_buf_printf(&b, "%sSELECT fp, id FROM %s", i ? " UNION ALL " : "",
+                             table_of(&r[i], name));
+    mem |= cr_buf_puts(&b, ";");
     for (int t = 0; t < 2; t++) {
         mem |= cr_buf_puts(&b, t == 0 ? " DROP TRIGGER IF EXISTS seen_fp_drop;"
                                         " CREATE TRIGGER seen_fp_drop AFTER DELETE ON urls BEGIN"
@@ -70,11 +76,11 @@ static int rewrite(sqlite3 *c, const struct run *r, int n)
                                         " CREATE TRIGGER seen_fp_move AFTER UPDATE OF fp, id"
                                         " ON urls BEGIN");
         for (int i = 0; i < n; i++)
-            mem |= cr_buf_printf(&b, " DELETE FROM fp_%lld WHERE fp = old.fp AND id = old.id;",
-                                 (long long)r[i].run);
+            mem |= cr_buf_printf(&b, " DELETE FROM %s WHERE fp = old.fp AND id = old.id;",
+                                 table_of(&r[i], name));
         if (t == 1)
-            mem |= cr_buf_printf(&b, " INSERT INTO fp_%lld(fp, id) VALUES(new.fp, new.id);",
-                                 (long long)active);
+            mem |= cr_buf_puts(&b, " INSERT INTO " FPRUNS_ACTIVE_TABLE "(fp, id)"
+                                   " VALUES(new.fp, new.id);");
         mem |= cr_buf_puts(&b, " END;");
     }
     int rc = exec_buf(c, &b, mem);
@@ -82,11 +88,11 @@ static int rewrite(sqlite3 *c, const struct run *r, int n)
     return rc;
 }
 
-static int create_run(sqlite3 *c, int64_t run)
+static int create_run(sqlite3 *c, const char *table)
 {
     char sql[160];
-    snprintf(sql, sizeof sql, "CREATE TABLE fp_%lld(fp INTEGER NOT NULL, id INTEGER NOT NULL,"
-             " PRIMARY KEY(fp, id)) WITHOUT ROWID", (long long)run);
+    snprintf(sql, sizeof sql, "CREATE TABLE %s(fp INTEGER NOT NULL, id INTEGER NOT NULL,"
+             " PRIMARY KEY(fp, id)) WITHOUT ROWID", table);
     return sqlite3_exec(c, sql, NULL, NULL, NULL);
 }
 
@@ -98,11 +104,11 @@ static int put_run(sqlite3 *c, int64_t run, int64_t tier, int64_t rows)
     return sqlite3_exec(c, sql, NULL, NULL, NULL);
 }
 
-static int query_count(sqlite3 *c, int64_t run, int64_t *out)
+static int query_count(sqlite3 *c, const char *table, int64_t *out)
 {
     char sql[96];
     sqlite3_stmt *s = NULL;
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM fp_%lld", (long long)run);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
     int rc = sqlite3_prepare_v2(c, sql, -1, &s, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         *out = sqlite3_column_int64(s, 0);
@@ -120,7 +126,7 @@ int fpruns_install(sqlite3 *c)
     rc = sqlite3_exec(c, "CREATE TABLE fp_runs(run INTEGER PRIMARY KEY,"
                          " tier INTEGER NOT NULL, rows INTEGER NOT NULL)", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = create_run(c, 1);
+        rc = create_run(c, "fp_1");
     /* urls_fp yields (fp, rowid) in key order: the run is written in order */
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(c, "INSERT INTO fp_1(fp, id) SELECT fp, id FROM urls"
@@ -135,7 +141,7 @@ int fpruns_install(sqlite3 *c)
         }
     }
     if (rc == SQLITE_OK)
-        rc = create_run(c, 2);
+        rc = create_run(c, FPRUNS_ACTIVE_TABLE);
     if (rc == SQLITE_OK) {
         r[n++] = (struct run){2, ACTIVE_TIER, 0};
         rc = put_run(c, 2, ACTIVE_TIER, 0);
@@ -145,15 +151,21 @@ int fpruns_install(sqlite3 *c)
     return rc == SQLITE_OK ? rewrite(c, r, n) : rc;
 }
 
-/* The frozen active run takes tier 0; a new empty run becomes active. */
+/* The frozen active run takes tier 0 (its table renamed to its number); a
+ * new empty run becomes active. */
 static int rotate(sqlite3 *c, struct run *r, int n, int64_t next)
 {
     struct run *a = &r[n - 1];
-    int rc = query_count(c, a->run, &a->rows);
+    char sql[96];
+    int rc = query_count(c, FPRUNS_ACTIVE_TABLE, &a->rows);
+    snprintf(sql, sizeof sql, "ALTER TABLE " FPRUNS_ACTIVE_TABLE " RENAME TO fp_%lld",
+             (long long)a->run);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(c, sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = put_run(c, a->run, 0, a->rows);
     if (rc == SQLITE_OK)
-        rc = create_run(c, next);
+        rc = create_run(c, FPRUNS_ACTIVE_TABLE);
     if (rc == SQLITE_OK)
         rc = put_run(c, next, ACTIVE_TIER, 0);
     if (rc == SQLITE_OK)
@@ -176,7 +188,9 @@ static int merge(sqlite3 *c, struct run *r, int n, int64_t tier, int fanin, int6
             pick[k++] = r[i].run;
     if (k < fanin)
         return SQLITE_MISUSE;
-    rc = create_run(c, next);
+    char name[32];
+    snprintf(name, sizeof name, "fp_%lld", (long long)next);
+    rc = create_run(c, name);
     cr_buf_init(&b, 0);
     mem |= cr_buf_printf(&b, "INSERT INTO fp_%lld(fp, id) ", (long long)next);
     for (int i = 0; i < k; i++)
@@ -259,7 +273,7 @@ int fpruns_count(sqlite3 *c, int64_t *active_rows, int *runs)
     int n;
     int rc = read_runs(c, r, &n);
     if (rc == SQLITE_OK)
-        rc = query_count(c, r[n - 1].run, active_rows);
+        rc = query_count(c, FPRUNS_ACTIVE_TABLE, active_rows);
     if (rc == SQLITE_OK)
         *runs = n;
     return rc;

@@ -263,8 +263,8 @@ static void test_migrate_v2(void **state)
     assert_int_equal(db_close(d), 0);
     /* make it a v2 file again: drop what migrations 2 to 5 added */
     const char *down =
-        "DROP TRIGGER seen_fp_add; DROP TRIGGER seen_fp_drop; DROP TRIGGER seen_fp_move;"
-        "DROP VIEW seen_fp; DROP TABLE fp_2; DROP TABLE fp_runs;"
+        "DROP TRIGGER seen_fp_drop; DROP TRIGGER seen_fp_move;"
+        "DROP VIEW seen_fp; DROP TABLE fp_active; DROP TABLE fp_runs;"
         "ALTER TABLE urls DROP COLUMN fp;"
         "DROP INDEX urls_last_linked; ALTER TABLE urls DROP COLUMN last_linked;"
         "DROP INDEX urls_due;"
