@@ -250,6 +250,8 @@ struct db {
     int64_t batch_new;  /* rows the batch being applied inserted */
     int64_t fp_active;  /* rows in storage/fpruns' active run (about: deletes not seen) */
     int64_t run_rows;   /* db_opts.run_rows */
+    int runs_settled;   /* the last upkeep step found nothing due: until a
+                           freeze is due, none is (only upkeep changes runs) */
     pthread_t thread;
     int thread_started;
     /* Guarded by mu. */
@@ -2294,6 +2296,8 @@ static void fail_ops(struct op *batch, size_t n, int code)
 static void upkeep(db *d)
 {
     fpruns_step st;
+    if (d->runs_settled && d->fp_active < d->run_rows)
+        return; /* no SQL on the commit path while nothing can be due */
     int64_t t0 = cr_mono_ms();
 #ifdef CRAWLD_FAULT_HOOKS
     /* a disk that is full for the upkeep: no page beyond the file's size */
@@ -2311,7 +2315,8 @@ static void upkeep(db *d)
     if (full)
         sqlite3_exec(d->conn, "PRAGMA max_page_count = 4294967294", NULL, NULL, NULL);
 #endif
-    if (rc == SQLITE_OK && !st.rotated && !st.merged)
+    d->runs_settled = rc == SQLITE_OK && !st.rotated && !st.merged;
+    if (d->runs_settled)
         return;
     int64_t ms = cr_mono_ms() - t0;
     int runs = 0;

@@ -12,14 +12,18 @@ struct run {
     int64_t run, tier, rows;
 };
 
+/* A frozen run's table. */
+static const char *frozen_table(int64_t run, char buf[32])
+{
+    snprintf(buf, 32, "fp_%lld", (long long)run);
+    return buf;
+}
+
 /* A run's table: the active one has a fixed name, so that the statement
  * adding to it (FPRUNS_ADD_SQL) stays the same across freezes. */
 static const char *table_of(const struct run *r, char buf[32])
 {
-    if (r->tier == ACTIVE_TIER)
-        return FPRUNS_ACTIVE_TABLE;
-    snprintf(buf, 32, "fp_%lld", (long long)r->run);
-    return buf;
+    return r->tier == ACTIVE_TIER ? FPRUNS_ACTIVE_TABLE : frozen_table(r->run, buf);
 }
 
 /* The runs, largest tier first (the order of the view: a random key that
@@ -156,10 +160,10 @@ int fpruns_install(sqlite3 *c)
 static int rotate(sqlite3 *c, struct run *r, int n, int64_t next)
 {
     struct run *a = &r[n - 1];
-    char sql[96];
+    char sql[96], name[32];
     int rc = query_count(c, FPRUNS_ACTIVE_TABLE, &a->rows);
-    snprintf(sql, sizeof sql, "ALTER TABLE " FPRUNS_ACTIVE_TABLE " RENAME TO fp_%lld",
-             (long long)a->run);
+    snprintf(sql, sizeof sql, "ALTER TABLE " FPRUNS_ACTIVE_TABLE " RENAME TO %s",
+             frozen_table(a->run, name));
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(c, sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
@@ -189,13 +193,12 @@ static int merge(sqlite3 *c, struct run *r, int n, int64_t tier, int fanin, int6
     if (k < fanin)
         return SQLITE_MISUSE;
     char name[32];
-    snprintf(name, sizeof name, "fp_%lld", (long long)next);
-    rc = create_run(c, name);
+    rc = create_run(c, frozen_table(next, name));
     cr_buf_init(&b, 0);
-    mem |= cr_buf_printf(&b, "INSERT INTO fp_%lld(fp, id) ", (long long)next);
+    mem |= cr_buf_printf(&b, "INSERT INTO %s(fp, id) ", name);
     for (int i = 0; i < k; i++)
-        mem |= cr_buf_printf(&b, "%sSELECT fp, id FROM fp_%lld", i ? " UNION ALL " : "",
-                             (long long)pick[i]);
+        mem |= cr_buf_printf(&b, "%sSELECT fp, id FROM %s", i ? " UNION ALL " : "",
+                             frozen_table(pick[i], name));
     mem |= cr_buf_puts(&b, " ORDER BY 1, 2");
     if (rc == SQLITE_OK)
         rc = exec_buf(c, &b, mem);
@@ -205,8 +208,8 @@ static int merge(sqlite3 *c, struct run *r, int n, int64_t tier, int fanin, int6
     }
     for (int i = 0; i < k && rc == SQLITE_OK; i++) {
         char sql[96];
-        snprintf(sql, sizeof sql, "DROP TABLE fp_%lld; DELETE FROM fp_runs WHERE run = %lld",
-                 (long long)pick[i], (long long)pick[i]);
+        snprintf(sql, sizeof sql, "DROP TABLE %s; DELETE FROM fp_runs WHERE run = %lld",
+                 frozen_table(pick[i], name), (long long)pick[i]);
         rc = sqlite3_exec(c, sql, NULL, NULL, NULL);
     }
     cr_buf_release(&b);
