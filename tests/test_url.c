@@ -1431,6 +1431,70 @@ static void printable(char *out, size_t cap, const char *s)
     out[k] = '\0';
 }
 
+/* url_ref_span's promise, which the crawl's per-page link memo relies on:
+ * a reference with a fragment gives what its span followed by any other
+ * fragment gives, against every base (generated references, random
+ * fragments heavy in the bytes trimming and prep care about). */
+static const char *const F_BYTES[] = { "#", " ", "\t", "\n", "\r", "\x01", "x", "%", "/",
+                                       "?", "\xc3\xa9", "\x7f", "" };
+
+static void fragment_never_changes_the_result(void **state)
+{
+    (void)state;
+    const char *env = getenv("CRAWLD_URL_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)getpid();
+    print_message("span seed %llu (CRAWLD_URL_SEED=%llu repeats it)\n", (unsigned long long)seed,
+                  (unsigned long long)seed);
+    rng = seed * 2 + 1;
+    url_policy p;
+    url_policy_defaults(&p);
+    url_canon *c = url_canon_new(&p);
+    assert_non_null(c);
+    cr_buf in, in2, f1, k1, f2, k2;
+    cr_buf *all[] = { &in, &in2, &f1, &k1, &f2, &k2 };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        cr_buf_init(all[i], 0);
+    size_t with_fragment = 0, accepted = 0;
+    for (int i = 0; i < 20000; i++) {
+        gen_one(&in);
+        if (rnd(3) == 0) {
+            cr_buf_puts(&in, "#");
+            for (int k = (int)rnd(4); k > 0; k--)
+                cr_buf_puts(&in, PICK(F_BYTES));
+        }
+        bool frag = false;
+        size_t span = url_ref_span(in.data, in.len, &frag);
+        const char *h = in.len ? memchr(in.data, '#', in.len) : NULL;
+        assert_int_equal(span, h ? (size_t)(h - in.data) : in.len);
+        assert_true(frag == (h != NULL));
+        if (!frag)
+            continue;
+        with_fragment++;
+        cr_buf_clear(&in2);
+        cr_buf_append(&in2, in.data, span);
+        cr_buf_puts(&in2, "#");
+        for (int k = (int)rnd(5); k > 0; k--)
+            cr_buf_puts(&in2, PICK(F_BYTES));
+        const char *b = PICK(BASES);
+        size_t bl = b ? strlen(b) : 0;
+        url_reject w1, w2;
+        int r1 = url_canon_forms(c, b, bl, in.data, in.len, &f1, &k1, &w1);
+        int r2 = url_canon_forms(c, b, bl, in2.data, in2.len, &f2, &k2, &w2);
+        if (r1 != r2 || w1 != w2 || f1.len != f2.len || k1.len != k2.len ||
+            (f1.len && memcmp(f1.data, f2.data, f1.len) != 0) ||
+            (k1.len && memcmp(k1.data, k2.data, k1.len) != 0))
+            fail_msg("seed %llu: \"%s\" and \"%s\" against %s differ: %d/%d vs %d/%d",
+                     (unsigned long long)seed, in.data, in2.data, b ? b : "(none)", r1, (int)w1,
+                     r2, (int)w2);
+        accepted += r1 == 0;
+    }
+    print_message("%zu references with a fragment, %zu accepted\n", with_fragment, accepted);
+    assert_true(with_fragment > 1000 && accepted > 100);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        cr_buf_release(all[i]);
+    url_canon_free(c);
+}
+
 static void whatwg_against_node(void **state)
 {
     (void)state;
@@ -1597,6 +1661,7 @@ int main(void)
         cmocka_unit_test(out_of_memory),
         cmocka_unit_test(idna_errors_map_to_reasons),
         cmocka_unit_test(null_policy_means_defaults),
+        cmocka_unit_test(fragment_never_changes_the_result),
         cmocka_unit_test(whatwg_against_node),
     };
     return cmocka_run_group_tests_name("url", tests, NULL, NULL);

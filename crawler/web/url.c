@@ -1422,6 +1422,13 @@ int url_canon_resolve(url_canon *c, const char *base, size_t blen, const char *r
     return url_canon_forms(c, base, blen, ref, rlen, NULL, out, why);
 }
 
+size_t url_ref_span(const char *ref, size_t rlen, bool *fragment)
+{
+    const char *h = rlen ? memchr(ref, '#', rlen) : NULL;
+    *fragment = h != NULL;
+    return h != NULL ? (size_t)(h - ref) : rlen;
+}
+
 void url_canon_get_stats(const url_canon *c, url_canon_stats *s)
 {
     *s = c->st;

@@ -128,6 +128,14 @@ int url_canon_resolve(url_canon *c, const char *base, size_t blen,
                       const char *ref, size_t rlen,
                       cr_buf *out /* OUT */, url_reject *why /* OUT */);
 
+/* The part of a reference its parse depends on: the bytes before its first
+ * '#' (the prep cuts there in every state; trimming stops at the '#'),
+ * with *fragment telling whether there was one. Two references of the
+ * same span and fragment flag, each at most max_url_bytes long, give the
+ * same forms or the same rejection against the same base (crawler's
+ * per-page link memo relies on it; test_url checks it). */
+size_t url_ref_span(const char *ref, size_t rlen, bool *fragment /* OUT */);
+
 /* Counters since url_canon_new. */
 void url_canon_get_stats(const url_canon *c, url_canon_stats *s /* OUT */);
 
