@@ -77,6 +77,7 @@
 #include "crawler/sampler.h"
 #include "crawler/sitemaps.h"
 #include "crawler/report/status.h"
+#include "crawler/linkmemo.h"
 #include "crawler/report/summary.h"
 #include "crawler/web/url.h"
 #include "crawler/retention.h"
@@ -110,6 +111,7 @@ typedef struct tctx {
     url_canon *uc;
     cr_buf base, out, key;      /* on_link's scratch: no allocation per link */
     links_parser *pool[POOL_PER_THREAD];
+    linkmemo *memos[POOL_PER_THREAD]; /* each pooled parser's page memo (may be NULL) */
     int npool;
     fjob *current;
 } tctx;
@@ -202,6 +204,8 @@ struct fjob {
     char *location;
     char *ctype;
     links_parser *lp;           /* while an HTML body is parsed */
+    linkmemo *memo;             /* with lp: its links so far (NULL: no memo) */
+    uint64_t same_page;         /* links the memo settled (seen's dup_page) */
     sitemaps_fetch *smf;        /* while a sitemap body is parsed */
     cr_buf body;                /* robots.txt body */
     spool *sp;                  /* wire payload for the archive (digest only
@@ -564,20 +568,35 @@ static int hook_response(void *ctx, const fetch_job *job, const fetch_response *
     if (!j->fj.is_robots && r->status == 200 && is_html(r->content_type)) {
         tctx *t = my_ctx(c);
         links_parser *lp = NULL;
-        if (t && t->npool > 0)
-            lp = t->pool[--t->npool];
-        else if (t)
+        linkmemo *memo = NULL;
+        if (t && t->npool > 0) {
+            t->npool--;
+            lp = t->pool[t->npool];
+            memo = t->memos[t->npool];
+        } else if (t) {
             lp = links_new(&c->lopts, on_link, t);
+            memo = lp ? linkmemo_new() : NULL; /* none: every link is worked out */
+        }
         j->lp = lp;
+        j->memo = memo;
         if (lp)
             links_reset(lp, r->content_type);
+        if (memo)
+            linkmemo_reset(memo);
     }
     if (!j->fj.is_robots && r->status == 200 && is_css(r->content_type))
         j->css = true;
     return 0;
 }
 
-/* A link as the parser found it: resolve, then discover. */
+/* What the page memo keeps of a link's first occurrence (linkmemo.h):
+ * rejected by the canonicalizer (and why), or tested by the seen-set, new
+ * or not (a repeat is a duplicate either way). Out-of-scope links, errors
+ * and cluster forwarding are not kept: they are worked out again. */
+enum { MEMO_REJECTED = 1u << 8, MEMO_TESTED = 2u << 8 };
+
+/* A link as the parser found it: resolve, then discover; a repeat of one
+ * met earlier on the page takes the first one's answer from the memo. */
 static void on_link(void *ud, const links_link *l)
 {
     tctx *t = ud;
@@ -591,6 +610,26 @@ static void on_link(void *ud, const links_link *l)
         bump(&c->nofollow_skipped);
         return;
     }
+    linkmemo *m = c->cl.ob == NULL && l->url_len <= (size_t)c->cfg->canon.max_url_bytes
+                      ? j->memo
+                      : NULL;
+    if (m != NULL) {
+        bool frag;
+        size_t span = url_ref_span(l->url, l->url_len, &frag);
+        unsigned tag = (unsigned)l->cls << 2 | (unsigned)(l->base != NULL) << 1 | (unsigned)frag;
+        uint32_t v;
+        if (linkmemo_get(m, tag, l->url, span, &v)) {
+            if (v & MEMO_REJECTED) {
+                count_rejected(c, (url_reject)(v & 0xff));
+                return;
+            }
+            if (l->cls == LINKS_REQUISITE)
+                bump(&c->req_found);
+            j->links_tested++;
+            j->same_page++;
+            return;
+        }
+    }
     url_reject why;
     const char *b = j->url;
     size_t blen = j->url_len;
@@ -599,8 +638,11 @@ static void on_link(void *ud, const links_link *l)
         b = t->base.data;
         blen = t->base.len;
     }
-    if (url_canon_forms(t->uc, b, blen, l->url, l->url_len, &t->out, &t->key, &why) < 0) {
+    int rc = url_canon_forms(t->uc, b, blen, l->url, l->url_len, &t->out, &t->key, &why);
+    if (rc < 0) {
         count_rejected(c, why);
+        if (m != NULL && rc == -EINVAL)
+            linkmemo_put(m, MEMO_REJECTED | (uint32_t)why);
     } else {
         int kind = l->cls == LINKS_REQUISITE && scope_in_scope(c->sc, j->url, j->url_len)
                        ? DB_KIND_REQUISITE
@@ -613,6 +655,8 @@ static void on_link(void *ud, const links_link *l)
         if (r == 0 || r == 1) {
             j->links_tested++;
             j->links_new += r;
+            if (m != NULL)
+                linkmemo_put(m, MEMO_TESTED);
         }
     }
 }
@@ -849,11 +893,16 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
                 atomic_fetch_add_explicit(&c->links_dropped[k], ls.dropped[k],
                                           memory_order_relaxed);
         bump(&c->html_pages);
-        if (t->npool < POOL_PER_THREAD)
+        seen_count_page_repeats(c->s, j->same_page);
+        if (t->npool < POOL_PER_THREAD) {
+            t->memos[t->npool] = j->memo;
             t->pool[t->npool++] = j->lp;
-        else
+        } else {
             links_free(j->lp);
+            linkmemo_free(j->memo);
+        }
         j->lp = NULL;
+        j->memo = NULL;
         atomic_fetch_add_explicit(&c->links, j->links, memory_order_relaxed);
     }
     bool answered = j->status > 0 && error_kind(r->error) == FRONTIER_ERR_NONE;
@@ -2063,8 +2112,10 @@ int crawl_close(crawl *c)
         cr_buf_release(&c->threads[i].base);
         cr_buf_release(&c->threads[i].out);
         cr_buf_release(&c->threads[i].key);
-        for (int k = 0; k < c->threads[i].npool; k++)
+        for (int k = 0; k < c->threads[i].npool; k++) {
             links_free(c->threads[i].pool[k]);
+            linkmemo_free(c->threads[i].memos[k]);
+        }
     }
     cr_free(c->threads);
     sampler_free(c->smp);

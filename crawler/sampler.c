@@ -199,6 +199,10 @@ json_t *sampler_sample_json(const json_t *st, const bloom *bf, double prev_pages
                   "fetch_errors", geti(st, "fetch_errors", NULL), "by_class", by_class,
                   "bloom_fill", fill);
     by_class = fill = NULL; /* stolen by json_pack, even when it fails */
+    if (j != NULL)
+        json_object_set_new(j, "dup_same_page",
+                            json_integer(geti(json_object_get(st, "dedup"), "duplicate",
+                                              "same_page")));
     const json_t *ret = json_object_get(st, "retention");
     if (j != NULL && ret != NULL) {
         /* the generation ring: keys per live generation, newest first */

@@ -17,7 +17,7 @@
 #include "dedup/recent.h"
 
 enum { KEYS, NEW_BLOOM, NEW_VERIFIED, DUP_TRUSTED, DUP_RECENT, DUP_VERIFIED, DUP_PENDING,
-       CHECKED_NEW, ERRORS, UNSTORED, REFRESHED, FOUND_AGAIN, NCOUNTERS };
+       DUP_PAGE, CHECKED_NEW, ERRORS, UNSTORED, REFRESHED, FOUND_AGAIN, NCOUNTERS };
 
 #define STRIPES 8
 typedef struct stripe {
@@ -39,12 +39,14 @@ struct seen {
 static atomic_uint next_stripe;
 static _Thread_local unsigned my_stripe = UINT_MAX;
 
-static void bump(seen *s, int which)
+static void add(seen *s, int which, uint64_t n)
 {
     if (my_stripe == UINT_MAX)
         my_stripe = atomic_fetch_add(&next_stripe, 1) % STRIPES;
-    atomic_fetch_add_explicit(&s->st[my_stripe].n[which], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->st[my_stripe].n[which], n, memory_order_relaxed);
 }
+
+static void bump(seen *s, int which) { add(s, which, 1); }
 
 static uint64_t total(const seen *s, int which)
 {
@@ -281,6 +283,14 @@ int seen_add_known_at(seen *s, const char *key, size_t len, int64_t linked)
     return gens_add_at(s->g, hash_fingerprint(key, len), linked);
 }
 
+void seen_count_page_repeats(seen *s, uint64_t n)
+{
+    if (n == 0)
+        return;
+    add(s, DUP_PAGE, n);
+    add(s, KEYS, n);
+}
+
 void seen_counters_get(seen *s, seen_counters *out)
 {
     out->keys = total(s, KEYS);
@@ -290,6 +300,7 @@ void seen_counters_get(seen *s, seen_counters *out)
     out->dup_recent = total(s, DUP_RECENT);
     out->dup_verified = total(s, DUP_VERIFIED);
     out->dup_pending = total(s, DUP_PENDING);
+    out->dup_page = total(s, DUP_PAGE);
     out->checked_new = total(s, CHECKED_NEW);
     out->errors = total(s, ERRORS);
     out->unstored = total(s, UNSTORED);

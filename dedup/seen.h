@@ -95,13 +95,16 @@ typedef enum seen_result {
 static inline bool seen_is_new(seen_result r) { return r <= SEEN_NEW_VERIFIED; }
 
 typedef struct seen_counters {
-    uint64_t keys;          /* seen_test calls that returned a result */
+    uint64_t keys;          /* URLs decided: seen_test calls that returned a
+                             * result, and dup_page */
     uint64_t new_bloom;     /* SEEN_NEW_BLOOM */
     uint64_t new_verified;  /* SEEN_NEW_VERIFIED = false positives caught */
     uint64_t dup_trusted;
     uint64_t dup_recent;
     uint64_t dup_verified;
     uint64_t dup_pending;   /* SEEN_DUP_PENDING */
+    uint64_t dup_page;      /* repeats on one page that the caller settled
+                             * from the first one's answer (no seen_test) */
     uint64_t checked_new;   /* new keys among those a MAYBE would have verified:
                              * the denominator of the observed FPR */
     uint64_t errors;        /* verifier failures (nothing recorded, nothing seen) */
@@ -144,6 +147,10 @@ void seen_add_known(seen *s, const char *key, size_t len);
 int seen_add_known_at(seen *s, const char *key, size_t len, int64_t linked);
 
 void seen_counters_get(seen *s, seen_counters *out /* OUT */);
+/* n URLs the caller found duplicates without a seen_test: a page's repeats
+ * of a link whose first occurrence the seen test answered (crawler's
+ * per-page link memo). Counted as keys and as dup_page. */
+void seen_count_page_repeats(seen *s, uint64_t n);
 /* False positives caught / new keys that were checked; 0 with none. */
 double seen_observed_fpr(const seen_counters *c);
 /* The newest generation's filter (the whole filter without retention). */

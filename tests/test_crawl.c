@@ -244,6 +244,18 @@ static void full_crawl_fetches_the_exact_set_once(void **state)
     assert_true(json_integer_value(json_object_get(by, "bad_ipv4")) >= 1);
     assert_true(json_integer_value(json_object_get(by, "host_code_point")) >= 1);
     assert_true(json_integer_value(json_object_get(by, "bad_ipv6")) >= 1);
+    /* every URL decided once, by one layer; some of the site's pages
+     * repeat a link, so the page memo settled some */
+    json_t *dd = json_object_get(st, "dedup");
+    json_t *dn = json_object_get(dd, "new"), *du = json_object_get(dd, "duplicate");
+    json_int_t layers = 0;
+    json_object_foreach(dn, k, v) layers += json_integer_value(v);
+    json_object_foreach(du, k, v) layers += json_integer_value(v);
+    assert_int_equal(layers, json_integer_value(json_object_get(dd, "urls")));
+    print_message("%lld of %lld URLs settled by the page memo\n",
+                  (long long)json_integer_value(json_object_get(du, "same_page")),
+                  (long long)layers);
+    assert_true(json_integer_value(json_object_get(du, "same_page")) > 0);
     json_decref(root);
     cr_buf_release(&js);
     const char *dedup = strstr(err.data, "dedup:\n");

@@ -71,6 +71,8 @@ static void random_status(crawl_status *st)
     st->dedup.dup_trusted = rnd_below(1000);
     st->dedup.dup_recent = rnd_below(1000);
     st->dedup.dup_verified = rnd_below(1000);
+    st->dedup.dup_pending = rnd_below(1000);
+    st->dedup.dup_page = rnd_below(1000);
     st->fpr_bound = 0.01;
     st->frontier.done = (int64_t)rnd_below(1000);
     st->frontier.failed = (int64_t)rnd_below(1000);
@@ -169,7 +171,10 @@ static void test_json_carries_the_figures(void **state)
             assert_int_equal(int_at(ar, "revisits"), (json_int_t)st.revisits);
         else
             assert_null(ar);
-        assert_non_null(json_object_get(j, "dedup"));
+        const json_t *dup = json_object_get(json_object_get(j, "dedup"), "duplicate");
+        assert_int_equal(int_at(dup, "recent_cache"), (json_int_t)st.dedup.dup_recent);
+        assert_int_equal(int_at(dup, "pending"), (json_int_t)st.dedup.dup_pending);
+        assert_int_equal(int_at(dup, "same_page"), (json_int_t)st.dedup.dup_page);
         const json_t *cl = json_object_get(j, "cluster");
         if (st.cluster.on) {
             const json_t *mv = json_object_get(cl, "slot_moves");
@@ -247,6 +252,23 @@ static void test_metrics_carry_the_figures(void **state)
             { "orphans_dropped", st.cluster.orphans_dropped },
             { "via_redis", st.cluster.ckpt_sent }, { "too_big_for_redis", st.cluster.ckpt_too_big },
         };
+        const struct { const char *result, *layer; uint64_t v; } layers[] = {
+            { "new", "bloom_no", st.dedup.new_bloom },
+            { "new", "sqlite", st.dedup.new_verified },
+            { "duplicate", "bloom_trusted", st.dedup.dup_trusted },
+            { "duplicate", "recent_cache", st.dedup.dup_recent },
+            { "duplicate", "sqlite", st.dedup.dup_verified },
+            { "duplicate", "pending", st.dedup.dup_pending },
+            { "duplicate", "same_page", st.dedup.dup_page },
+        };
+        for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+            snprintf(line, sizeof line,
+                     "crawld_dedup_decisions_total{result=\"%s\",layer=\"%s\"} %llu\n",
+                     layers[i].result, layers[i].layer, (unsigned long long)layers[i].v);
+            assert_non_null(strstr(text, line));
+        }
+        assert_int_equal(count_lines_starting(text, "crawld_dedup_decisions_total{"),
+                         sizeof layers / sizeof layers[0]);
         snprintf(line, sizeof line, "crawld_seen_runs %d\n", st.db.runs.runs);
         assert_non_null(strstr(text, line));
         snprintf(line, sizeof line, "crawld_seen_run_upkeep_failures_total %lld\n",

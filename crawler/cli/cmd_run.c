@@ -108,7 +108,7 @@ static void print_status(crawl *c, FILE *f, bool tty)
     crawl_status st;
     crawl_status_get(c, &st, NULL, 0);
     uint64_t dups = st.dedup.dup_trusted + st.dedup.dup_recent + st.dedup.dup_verified +
-                    st.dedup.dup_pending;
+                    st.dedup.dup_pending + st.dedup.dup_page;
     char storage[256] = "";
     if (st.db.stalled)
         snprintf(storage, sizeof storage, " [storage: %s; retrying in %.0f s; %lld operations held]",

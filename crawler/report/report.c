@@ -635,6 +635,8 @@ static void layers_card(FILE *f, const json_t *st)
           "dedup.duplicate.bloom_maybe_trusted" },
         { "dup-recent-cache", "duplicate: recent cache", "dedup.duplicate.recent_cache" },
         { "dup-sqlite", "duplicate: SQLite", "dedup.duplicate.sqlite" },
+        { "dup-pending", "duplicate: pending (not committed yet)", "dedup.duplicate.pending" },
+        { "dup-same-page", "duplicate: same page (page memo)", "dedup.duplicate.same_page" },
     };
     long long urls = jint(st, "dedup.urls");
     fputs("<div class=\"card\" id=\"layers\"><h3>Who decided: URLs by layer</h3>\n"
@@ -657,8 +659,9 @@ static void layers_card(FILE *f, const json_t *st)
     fprintf(f, "<tr id=\"layer-total\" data-value=\"%lld\"><th>URLs tested</th><th>%s</th>"
                "<th></th></tr>\n</tbody></table>\n",
             urls, s);
-    fprintf(f, "<p class=\"caption\">Every URL that passed the scope went through the seen test "
-               "once. Bloom filter: %lld shards, %lld stages, fill %.6f, %.1f bits per URL, "
+    fprintf(f, "<p class=\"caption\">Every URL that passed the scope was decided once: by the "
+               "seen test, or, for a repeat of a link on the page that found it, by that page's "
+               "memo (the first occurrence's answer). Bloom filter: %lld shards, %lld stages, fill %.6f, %.1f bits per URL, "
                "%s of bits. %lld verifier errors.</p></div>\n",
             jint(st, "dedup.bloom.shards"), jint(st, "dedup.bloom.stages"),
             jnum(st, "dedup.bloom.fill"), jnum(st, "dedup.bloom.bits_per_item"), mem,
@@ -687,14 +690,14 @@ typedef struct share_part {
     int style;
 } share_part;
 
-/* The three series of a share chart of total's growth (0..100 %), in
- * columns 0..2 of v, coloured in one order. */
+/* The series (at most 4) of a share chart of total's growth (0..100 %),
+ * in columns 0..nparts-1 of v, coloured in one order. */
 static void share_series(chart *c, const json_t *samples, double *v, size_t n, const char *total,
-                         const share_part parts[3])
+                         const share_part *parts, size_t nparts)
 {
-    static const size_t colour[3] = { 2, 1, 3 };
+    static const size_t colour[4] = { 2, 1, 3, 4 };
     c->ymax = 100;
-    for (size_t k = 0; k < 3; k++) {
+    for (size_t k = 0; k < nparts && k < 4; k++) {
         fill_share(samples, total, parts[k].key, col(v, n, k));
         c->s[c->ns++] = (series){ parts[k].name, palette[colour[k]], col(v, n, k),
                                   parts[k].style };
@@ -788,16 +791,18 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
     chart_start(&c, "chart-dup", "Duplicate-skip rate, by the layer that decided", FMT_PCT, x, n);
     c.caption = "Share of the URLs tested in each interval between samples that were skipped as "
                 "duplicates, stacked by layer: the Bloom filter's MAYBE trusted without a check, "
-                "the exact recent-fingerprint cache, and SQLite. The white space above the "
+                "the exact recent-fingerprint cache, SQLite, and the page memo (a link repeated "
+                "on one page takes its first occurrence's answer). The white space above the "
                 "stack is the share that was new. Intervals with no URLs repeat the previous "
                 "value.";
     c.alt = "Stacked area chart of the duplicate-skip rate per layer over time";
-    static const share_part dup_parts[3] = {
+    static const share_part dup_parts[] = {
         { "dup_bloom_trusted", "Bloom MAYBE trusted", S_AREA },
         { "dup_recent_cache", "recent cache", S_AREA },
         { "dup_sqlite", "SQLite", S_AREA },
+        { "dup_same_page", "same page (page memo)", S_AREA },
     };
-    share_series(&c, samples, v, n, "urls", dup_parts);
+    share_series(&c, samples, v, n, "urls", dup_parts, sizeof dup_parts / sizeof dup_parts[0]);
     rc = chart_write(f, &c);
     if (rc < 0)
         goto out;
@@ -905,7 +910,7 @@ static int charts(FILE *f, const json_t *samples, const json_t *st)
         { "recrawl.unchanged", "unchanged", S_LINE },
         { "recrawl.gone", "gone", S_LINE },
     };
-    share_series(&c, samples, v, n, "recrawl.revisited", rc_parts);
+    share_series(&c, samples, v, n, "recrawl.revisited", rc_parts, 3);
     rc = chart_write(f, &c);
     if (rc < 0)
         goto out;

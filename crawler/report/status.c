@@ -320,7 +320,8 @@ void status_metrics(FILE *f, const crawl_status *st)
             (unsigned long long)st->bytes);
     fprintf(f, "# TYPE crawld_links_total counter\ncrawld_links_total %llu\n",
             (unsigned long long)st->links);
-    fprintf(f, "# HELP crawld_dedup_decisions_total URLs decided by the seen test, by layer.\n"
+    fprintf(f, "# HELP crawld_dedup_decisions_total URLs decided, by the layer that decided"
+               " (same_page: a repeat on one page, from the page's memo).\n"
                "# TYPE crawld_dedup_decisions_total counter\n");
     fprintf(f, "crawld_dedup_decisions_total{result=\"new\",layer=\"bloom_no\"} %llu\n",
             (unsigned long long)st->dedup.new_bloom);
@@ -332,6 +333,10 @@ void status_metrics(FILE *f, const crawl_status *st)
             (unsigned long long)st->dedup.dup_recent);
     fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"sqlite\"} %llu\n",
             (unsigned long long)st->dedup.dup_verified);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"pending\"} %llu\n",
+            (unsigned long long)st->dedup.dup_pending);
+    fprintf(f, "crawld_dedup_decisions_total{result=\"duplicate\",layer=\"same_page\"} %llu\n",
+            (unsigned long long)st->dedup.dup_page);
     fprintf(f, "# TYPE crawld_false_positives_caught_total counter\n"
                "crawld_false_positives_caught_total %llu\n",
             (unsigned long long)st->dedup.new_verified);

@@ -35,7 +35,7 @@ static double pct(long long part, long long whole)
 
 json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
 {
-    return json_pack("{s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
+    return json_pack("{s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
                      " s:{s:f, s:f, s:f},"
                      " s:{s:i, s:i, s:i, s:f, s:I, s:I, s:I, s:f, s:f, s:I}}",
                      "urls", (json_int_t)c->keys,
@@ -45,6 +45,7 @@ json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
                      "recent_cache", (json_int_t)c->dup_recent,
                      "sqlite", (json_int_t)c->dup_verified,
                      "pending", (json_int_t)c->dup_pending,
+                     "same_page", (json_int_t)c->dup_page,
                      "checked_new", (json_int_t)c->checked_new,
                      "errors", (json_int_t)c->errors,
                      "unstored", (json_int_t)c->unstored,
@@ -70,7 +71,8 @@ void summary_dedup_print(FILE *f, const json_t *d)
     long long urls = geti(d, "urls");
     long long fresh = geti(d, "new.bloom_no") + geti(d, "new.false_positive_caught");
     long long dups = geti(d, "duplicate.bloom_maybe_trusted") + geti(d, "duplicate.recent_cache") +
-                     geti(d, "duplicate.sqlite") + geti(d, "duplicate.pending");
+                     geti(d, "duplicate.sqlite") + geti(d, "duplicate.pending") +
+                     geti(d, "duplicate.same_page");
     fprintf(f, "  %-36s %12s %8s\n", "decision (layer)", "URLs", "share");
     row(f, "new: Bloom said NO", geti(d, "new.bloom_no"), urls);
     row(f, "new: false positive caught (SQLite)", geti(d, "new.false_positive_caught"), urls);
@@ -78,6 +80,7 @@ void summary_dedup_print(FILE *f, const json_t *d)
     row(f, "duplicate: recent cache", geti(d, "duplicate.recent_cache"), urls);
     row(f, "duplicate: SQLite", geti(d, "duplicate.sqlite"), urls);
     row(f, "duplicate: pending (not committed yet)", geti(d, "duplicate.pending"), urls);
+    row(f, "duplicate: same page (page memo)", geti(d, "duplicate.same_page"), urls);
     row(f, "total new", fresh, urls);
     row(f, "total duplicates skipped", dups, urls);
     if (geti(d, "errors"))
