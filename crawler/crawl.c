@@ -575,7 +575,9 @@ static int hook_response(void *ctx, const fetch_job *job, const fetch_response *
             memo = t->memos[t->npool];
         } else if (t) {
             lp = links_new(&c->lopts, on_link, t);
-            memo = lp ? linkmemo_new() : NULL; /* none: every link is worked out */
+            /* none (no memory, or a cluster node, which forwards every
+             * foreign link): every link is worked out */
+            memo = lp && c->cl.ob == NULL ? linkmemo_new() : NULL;
         }
         j->lp = lp;
         j->memo = memo;

@@ -10,13 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/alloc.h"
 #include "crawler/linkmemo.h"
+#include "tests/support/seed.h"
 
 static uint64_t rng;
 static uint32_t rnd(uint32_t n)
@@ -108,10 +107,7 @@ static void long_spans_and_a_full_arena_are_not_kept(void **state)
 static void random_pages_against_a_list(void **state)
 {
     (void)state;
-    const char *env = getenv("CRAWLD_MEMO_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)getpid();
-    print_message("memo seed %llu (CRAWLD_MEMO_SEED=%llu repeats it)\n", (unsigned long long)seed,
-                  (unsigned long long)seed);
+    uint64_t seed = test_seed("CRAWLD_MEMO_SEED", "memo");
     rng = seed * 2 + 1;
     linkmemo *m = linkmemo_new();
     assert_non_null(m);

@@ -33,6 +33,7 @@
 #include "common/buf.h"
 #include "crawler/web/url.h"
 #include "tests/support/proc.h"
+#include "tests/support/seed.h"
 
 #define RFC_BASE "http://a/b/c/d;p?q"
 
@@ -1441,10 +1442,7 @@ static const char *const F_BYTES[] = { "#", " ", "\t", "\n", "\r", "\x01", "x", 
 static void fragment_never_changes_the_result(void **state)
 {
     (void)state;
-    const char *env = getenv("CRAWLD_URL_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)getpid();
-    print_message("span seed %llu (CRAWLD_URL_SEED=%llu repeats it)\n", (unsigned long long)seed,
-                  (unsigned long long)seed);
+    uint64_t seed = test_seed("CRAWLD_URL_SEED", "span");
     rng = seed * 2 + 1;
     url_policy p;
     url_policy_defaults(&p);
@@ -1503,10 +1501,7 @@ static void whatwg_against_node(void **state)
         print_message("node (Debian's nodejs) not found on PATH: differential test skipped\n");
         skip();
     }
-    const char *env = getenv("CRAWLD_URL_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)getpid();
-    print_message("URL differential seed %llu (CRAWLD_URL_SEED=%llu repeats it)\n",
-                  (unsigned long long)seed, (unsigned long long)seed);
+    uint64_t seed = test_seed("CRAWLD_URL_SEED", "URL differential");
     rng = seed * 2 + 1;
 
     inputs in = { 0 };
