@@ -153,6 +153,7 @@ static void same(const result *a, const result *b)
 
 static uint64_t text_elided; /* by the last same_both_ways */
 static uint64_t tags_elided; /* by the last same_both_ways */
+static uint64_t tokens_made; /* by the last same_both_ways: read values as tokens */
 static unsigned both_ways_parted; /* pages same_both_ways did not compare */
 
 /* The page parsed with keep_values (whole) and without (whole, or in random
@@ -181,6 +182,7 @@ static uint64_t same_both_ways(const char *html, size_t len, const char *ct, con
     uint64_t elided = b.st.elided;
     text_elided = b.st.elided_text;
     tags_elided = b.st.elided_tags;
+    tokens_made = b.st.tokens;
     result_release(&a);
     result_release(&b);
     return elided;
@@ -1778,7 +1780,7 @@ static size_t real_pages_both_ways(const char *dir, size_t step, size_t max)
     }
     qsort(names, n, sizeof *names, cmp_str);
     size_t done = 0;
-    uint64_t bytes = 0, elided = 0, texts = 0, tags = 0;
+    uint64_t bytes = 0, elided = 0, texts = 0, tags = 0, tokens = 0;
     both_ways_parted = 0;
     for (size_t i = 0; i < n; i++) {
         if (i % step == 0 && done < max) {
@@ -1796,6 +1798,7 @@ static size_t real_pages_both_ways(const char *dir, size_t step, size_t max)
                                      i % 3 == 0 ? 20000 : 0);
             texts += text_elided;
             tags += tags_elided;
+            tokens += tokens_made;
             bytes += page.len;
             cr_buf_release(&page);
             done++;
@@ -1804,11 +1807,13 @@ static size_t real_pages_both_ways(const char *dir, size_t step, size_t max)
     }
     free(names);
     printf("real pages: %zu of %zu under %s, %llu bytes, %llu + %llu (text) + %llu (tags) "
-           "elided: same both ways\n", done, n, dir, (unsigned long long)bytes,
-           (unsigned long long)elided, (unsigned long long)texts, (unsigned long long)tags);
+           "elided, %llu read values as tokens: same both ways\n", done, n, dir,
+           (unsigned long long)bytes, (unsigned long long)elided, (unsigned long long)texts,
+           (unsigned long long)tags, (unsigned long long)tokens);
     assert_true(elided > 0);
     assert_true(texts > 0);
     assert_true(tags > 0);
+    assert_true(tokens > 0);
     assert_int_equal(both_ways_parted, 0); /* real pages: every one compared */
     return done;
 }
@@ -2067,6 +2072,158 @@ static void desync_quote_in_unquoted_value(void **state)
     expect("<p><a title=it's href=/1>x</a> text text <a href=/2>y</a>", "a N /1\na N /2\n");
 }
 
+/* ---- read values as tokens (links.c) ----------------------------------------- */
+
+/* The page both ways and in random chunks; the shortened reading's stats
+ * (parsed whole) in *st. */
+static void tokens_run(const char *html, size_t len, links_stats *st)
+{
+    result r;
+    links_opts o = {0};
+    run(html, len, NULL, &o, WHOLE, 0, &r);
+    *st = r.st;
+    result_release(&r);
+    rng_state = len;
+    same_both_ways(html, len, NULL, NULL, 0);
+    same_both_ways(html, len, NULL, NULL, 7);
+    same_both_ways(html, len, NULL, NULL, 3000);
+}
+
+static void read_values_go_as_tokens(void **state)
+{
+    (void)state;
+    static const char html[] =
+        "<p><a href=\"/a/long/path/one.html\">1</a><img src='/images/two.png'>"
+        "<a href=\"short\">s</a><a href=\"/x?a=1&amp;b=2\">e</a>"
+        "<a href=\"/caf\xC3\xA9/menu.html\">u</a>"
+        "<meta http-equiv=refresh content=\"0; url=/refresh/target.html\">";
+    expect(html, "a N /a/long/path/one.html\nimg R /images/two.png\na N short\n"
+                 "a N /x?a=1&b=2\na N /caf\xC3\xA9/menu.html\nmeta-refresh N /refresh/target.html\n");
+    links_stats st;
+    tokens_run(html, sizeof html - 1, &st);
+    /* not "short" (under TOK_MIN), not the one with &amp;, not in <meta> */
+    assert_int_equal(st.tokens, 3);
+    assert_int_equal(st.token_bytes, strlen("/a/long/path/one.html") +
+                                         strlen("/images/two.png") + strlen("/caf\xC3\xA9/menu.html"));
+    assert_int_equal(st.tokens_expanded, 0);
+    result k;
+    links_opts keep = {.keep_values = 1};
+    run(html, sizeof html - 1, NULL, &keep, WHOLE, 0, &k);
+    assert_int_equal(k.st.tokens, 0);
+    result_release(&k);
+}
+
+/* The shortened reading with the page fed as [0, at) and the rest:
+ * push_utf8 looks for a raw 0x01 once per piece, and what it decides must
+ * not depend on the pieces. */
+static void tokens_split(const char *html, size_t len, size_t at, result *r)
+{
+    memset(r, 0, sizeof *r);
+    cr_buf_init(&r->out, 0);
+    links_opts o = {0};
+    links_parser *p = links_new(&o, collect, &r->out);
+    assert_non_null(p);
+    links_reset(p, NULL);
+    assert_int_equal(links_feed(p, html, at), 0);
+    assert_int_equal(links_feed(p, html + at, len - at), 0);
+    assert_int_equal(links_finish(p), 0);
+    links_stats_get(p, &r->st);
+    links_free(p);
+}
+
+static void raw_soh_puts_tokens_back(void **state)
+{
+    (void)state;
+    /* "\x01AA" is how entry 0 is named: a block that reaches a raw 0x01
+     * goes to libxml2 with its tokens expanded, so the raw value stays
+     * itself; the comment makes the parser start before the raw byte
+     * arrives when it comes in a second piece */
+    static char html[2048];
+    snprintf(html, sizeof html, "<!--%1100s--><a href=\"/first/long/link\">x</a><a href=\"\x01"
+             "AA\">y</a><a href=\"/third/long/link\">z</a>", "");
+    size_t len = strlen(html), at = (size_t)(strchr(html, 0x01) - html);
+    expect(html, "a N /first/long/link\na N \x01" "AA\na N /third/long/link\n");
+    links_stats st;
+    tokens_run(html, len, &st);
+    assert_int_equal(st.tokens, 1); /* none after the raw byte */
+    assert_int_equal(st.tokens_expanded, 1);
+    assert_int_equal(st.tags_unsure, 0);
+    result r;
+    tokens_split(html, len, at, &r);
+    assert_string_equal(text(&r), "a N /first/long/link\na N \x01" "AA\na N /third/long/link\n");
+    assert_int_equal(r.st.tokens, 1);
+    assert_int_equal(r.st.tokens_expanded, 1);
+    assert_int_equal(r.st.elided, st.elided);
+    result_release(&r);
+}
+
+/* A quote in an unquoted value: libxml2's lookahead waits for a second one
+ * before it parses the tag, which is 20,000 bytes on, past the block. */
+static void pinned_page(char *html, size_t cap, bool soh)
+{
+    int n = snprintf(html, cap, "<a href=\"/pinned/long/link\" x=a'b>");
+    memset(html + n, 'y', 20000);
+    if (soh)
+        html[n + 18000] = 0x01; /* in the next block: the token went before */
+    snprintf(html + n + 20000, cap - (size_t)n - 20000, "' <a href=\"/after/long/link\">z</a>");
+}
+
+static void tokens_stay_while_libxml2_holds_them(void **state)
+{
+    (void)state;
+    static char html[21000];
+    pinned_page(html, sizeof html, false);
+    result r;
+    extract(html, &r);
+    assert_string_equal(text(&r), "a N /pinned/long/link\na N /after/long/link\n");
+    result_release(&r);
+    links_stats st;
+    tokens_run(html, strlen(html), &st);
+    assert_true(st.tokens >= 1);
+    assert_true(st.tokens_pinned >= 1);
+    assert_int_equal(st.tags_unsure, 0);
+    /* and a raw 0x01 while they are held: the one case said unsure */
+    pinned_page(html, sizeof html, true);
+    links_opts o = {0};
+    run(html, strlen(html), NULL, &o, WHOLE, 0, &r);
+    assert_int_equal(r.st.tags_unsure, 1);
+    assert_string_equal(text(&r), "a N /pinned/long/link\na N /after/long/link\n");
+    result_release(&r);
+    tokens_split(html, strlen(html), (size_t)(strchr(html, 0x01) - html), &r);
+    assert_int_equal(r.st.tags_unsure, 1);
+    assert_string_equal(text(&r), "a N /pinned/long/link\na N /after/long/link\n");
+    result_release(&r);
+}
+
+static void tokens_out_of_memory(void **state)
+{
+    (void)state;
+    /* a tag with tokens and more attributes than tok_decode's first array,
+     * after 1,100 bytes that make the parser start on links_feed */
+    static char html[8192];
+    size_t n = (size_t)snprintf(html, sizeof html, "<!--%1100s--><a href=\"/many/attributes/here\"", "");
+    for (int i = 0; i < 80; i++)
+        n += (size_t)snprintf(html + n, sizeof html - n, " a%d=1", i);
+    snprintf(html + n, sizeof html - n, ">x</a><a href=\"/next/long/link\">y</a>");
+    expect(html, "a N /many/attributes/here\na N /next/long/link\n");
+    links_opts o = {0};
+    result r;
+    memset(&r, 0, sizeof r);
+    cr_buf_init(&r.out, 0);
+    links_parser *p = links_new(&o, collect, &r.out);
+    assert_non_null(p);
+    links_reset(p, NULL);
+    links_feed(p, html, strlen(html));
+    cr_alloc_fail_after(1); /* the next allocation: tok_decode's array */
+    links_finish(p);
+    cr_alloc_fail_after(0);
+    links_stats_get(p, &r.st);
+    assert_true(r.st.truncated & LINKS_TRUNC_NOMEM);
+    assert_string_equal(text(&r), "");
+    links_free(p);
+    result_release(&r);
+}
+
 static void null_options_defaults(void **state)
 {
     (void)state;
@@ -2272,6 +2429,10 @@ int main(void)
         cmocka_unit_test(empty_and_tiny_documents),
         cmocka_unit_test(no_markup_at_all),
         cmocka_unit_test(desync_quote_in_unquoted_value),
+        cmocka_unit_test(read_values_go_as_tokens),
+        cmocka_unit_test(raw_soh_puts_tokens_back),
+        cmocka_unit_test(tokens_stay_while_libxml2_holds_them),
+        cmocka_unit_test(tokens_out_of_memory),
         cmocka_unit_test(null_options_defaults),
         cmocka_unit_test(names),
         cmocka_unit_test(out_of_memory),

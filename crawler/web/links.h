@@ -162,6 +162,14 @@ typedef struct links_stats {
                               not given (0 with keep_values) */
     uint64_t elided_tags;  /* bytes of tags of elements nothing reads that
                               libxml2 was not given (0 with keep_values) */
+    uint64_t tokens;       /* read attribute values libxml2 got as 3-byte
+                              tokens, their bytes put back for on_start
+                              (links.c, "Read values as tokens"; 0 with
+                              keep_values) */
+    uint64_t token_bytes;  /* the bytes of those values */
+    uint64_t tokens_expanded; /* tokens put back before libxml2 got them
+                              (the page has a raw 0x01 byte) */
+    uint64_t tokens_pinned; /* blocks after which libxml2 still held some */
     unsigned tags_unsure;  /* 1: tags went and then the markup was such that
                               libxml2 might have closed other elements had
                               they not: an end tag inside a text-only
@@ -169,7 +177,10 @@ typedef struct links_stats {
                               shortener stopped, a second <body/>; links
                               after it may count as inert (and the title end)
                               in one reading and not in the other (links.c,
-                              "Unread tags") */
+                              "Unread tags"); also: a page with a raw 0x01
+                              byte while libxml2 held tokens ("Read values
+                              as tokens"), where a value of exactly 0x01
+                              and two letters might be read as one */
 } links_stats;
 
 /* A parser ready for a first page (as after links_reset(p, NULL)). cb may not
