@@ -2458,10 +2458,15 @@ static size_t fused_scan(links_parser *p, const unsigned char *s, size_t n, bool
     return ok;
 }
 
-/* A tag with too many attributes ahead: parse what precedes it, stop. */
+/* A tag with too many attributes ahead: the page ends before it, as at
+ * links_finish (libxml2 parses all it got: a tag it holds back, waiting for
+ * a '>' past an odd quote, would otherwise be lost in one reading and not
+ * in the other, as unread tags after it went or not; found by fuzz_links),
+ * and stops. */
 static void guard_stop(links_parser *p)
 {
-    blk_flush(p, 0, false);
+    blk_flush(p, 1, false);
+    style_end(p);
     stop(p, LINKS_TRUNC_ATTRS);
 }
 

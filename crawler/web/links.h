@@ -88,8 +88,9 @@ typedef struct links_opts {
                              LINKS_TRUNC_DEPTH. Without keep_values, elements
                              nothing reads (div, span, ...) are not given to
                              libxml2 inside <body> and do not count */
-    size_t max_attrs;     /* attributes in one tag (256); more stops the page,
-                             LINKS_TRUNC_ATTRS */
+    size_t max_attrs;     /* attributes in one tag (256); the page ends
+                             before a tag with more (all before it is
+                             read, as at links_finish), LINKS_TRUNC_ATTRS */
     const char *agent;    /* our robots product token: <meta name=AGENT> is
                              read as <meta name=robots> is; NULL: none. Copied. */
     int keep_values;      /* non-zero: libxml2 gets every attribute value as
