@@ -1619,7 +1619,18 @@ static void sh_record(links_parser *p, size_t at, size_t d)
     p->sh_td[p->sh_tn++] = (uint16_t)d;
 }
 
-static void tok_cut(links_parser *p, size_t keep);
+/* Is the value blk[v..e) valid UTF-8? (sh_tag saw no < > & " ' in it;
+ * sh_vutf8: it has non-ASCII bytes at all.) */
+static bool sh_value_utf8(const links_parser *p, size_t v, size_t e)
+{
+    for (size_t i = v; p->sh_vutf8 && i < e;) {
+        size_t k = p->blk[i] < 0x80 ? 1 : utf8_seq(p->blk + i, e - i);
+        if (k == 0)
+            return false;
+        i += k;
+    }
+    return true;
+}
 
 static void sh_cut(links_parser *p, size_t at, size_t keep)
 {
@@ -1646,12 +1657,8 @@ static void sh_shorten(links_parser *p)
     if (v == SIZE_MAX || p->sh_tn >= SH_TMAX)
         return;
     const unsigned char *b = p->blk;
-    for (size_t i = v; p->sh_vutf8 && i < n - 1;) { /* sh_tag saw no < > & " ' */
-        size_t k = b[i] < 0x80 ? 1 : utf8_seq(b + i, n - 1 - i);
-        if (k == 0)
-            return;
-        i += k;
-    }
+    if (!sh_value_utf8(p, v, n - 1))
+        return;
     size_t keep, at; /* bytes kept, and the last one's offset */
     /* not after a name without a value: with this attribute gone, an '='
      * after it would give that name a value (<e a x="" ="...>) */
@@ -1683,14 +1690,10 @@ static void sh_token(links_parser *p)
         p->tok_n >= TOK_MAX ||
         p->sh_tn >= SH_TMAX || p->tok_used + (n - v) > TOK_ARENA)
         return;
+    if (!sh_value_utf8(p, v, n - 1))
+        return;
     unsigned char *b = p->blk;
     size_t len = n - 1 - v;
-    for (size_t i = v; p->sh_vutf8 && i < n - 1;) {
-        size_t k = b[i] < 0x80 ? 1 : utf8_seq(b + i, n - 1 - i);
-        if (k == 0)
-            return;
-        i += k;
-    }
     size_t k = p->tok_n++;
     p->tok_off[k] = (uint16_t)v;
     p->tok_aoff[k] = (uint16_t)p->tok_used;
