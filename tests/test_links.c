@@ -2255,6 +2255,35 @@ static void tokens_out_of_memory(void **state)
     result_release(&r);
 }
 
+/* The block that reaches a raw 0x01 needs xblk for its tokens expanded:
+ * that allocation failing stops the page, its links before it kept. */
+static void expanded_block_out_of_memory(void **state)
+{
+    (void)state;
+    static char html[4096];
+    snprintf(html, sizeof html, "<!--%1100s--><a href=\"/before/long/link\">x</a>"
+             "<a href=\"/with/token/one\">y</a><a href=\"\x01" "AA\">z</a>", "");
+    links_opts o = {0};
+    result r;
+    memset(&r, 0, sizeof r);
+    cr_buf_init(&r.out, 0);
+    links_parser *p = links_new(&o, collect, &r.out);
+    assert_non_null(p);
+    links_reset(p, NULL);
+    links_feed(p, html, strlen(html));
+    cr_alloc_fail_after(1); /* the next allocation: xblk */
+    links_finish(p);
+    cr_alloc_fail_after(0);
+    links_stats_get(p, &r.st);
+    assert_true(r.st.truncated & LINKS_TRUNC_NOMEM);
+    assert_int_equal(r.st.tokens_expanded, 0);
+    assert_string_equal(text(&r), "");
+    links_free(p);
+    result_release(&r);
+    /* and with memory, the same page gives every link */
+    expect(html, "a N /before/long/link\na N /with/token/one\na N \x01" "AA\n");
+}
+
 static void null_options_defaults(void **state)
 {
     (void)state;
@@ -2465,6 +2494,7 @@ int main(void)
         cmocka_unit_test(non_utf8_values_stay),
         cmocka_unit_test(tokens_stay_while_libxml2_holds_them),
         cmocka_unit_test(tokens_out_of_memory),
+        cmocka_unit_test(expanded_block_out_of_memory),
         cmocka_unit_test(null_options_defaults),
         cmocka_unit_test(names),
         cmocka_unit_test(out_of_memory),
