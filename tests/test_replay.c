@@ -327,6 +327,16 @@ static void crawl_packaged_page_replays(void **state)
     copy(path, sub); /* the replay frame loads ui.js beside sw.js */
     snprintf(path, sizeof path, "%s/sw.js", rwp);
     copy(path, sub);
+    /* The replay frame's index, as sw.js serves it once it controls the
+     * frame. ReplayWeb.page creates the frame when its service worker has
+     * registered, which can be before the worker controls the frame's first
+     * navigation: that one then reaches the server, and without a page here
+     * it found a 404 and the replay never started (about 1 run in 20 on a
+     * loaded machine; it failed CI once). A site that embeds ReplayWeb.page
+     * needs this page for the same reason. */
+    snprintf(path, sizeof path, "%s/replay/index.html", serve);
+    write_file(path, "<!doctype html>\n<html><head><script src=\"./ui.js\"></script></head>\n"
+                     "<body><replay-app-main></replay-app-main></body></html>\n");
     find_package(st, pkg, sizeof pkg);
     snprintf(path, sizeof path, "%s/archive.wacz", serve);
     copy(pkg, path);
@@ -355,6 +365,10 @@ static void crawl_packaged_page_replays(void **state)
     free(dump);
     const char *stage = json_string_value(json_object_get(r, "stage"));
     assert_non_null(stage);
+    if (strcmp(stage, "loaded") != 0) { /* what the browser asked for, to see where it stopped */
+        for (size_t i = 0; i < httpd_requests(h) && i < HTTPD_LOG_MAX; i++)
+            print_message("replay server request %zu: %.200s\n", i + 1, httpd_target(h, i));
+    }
     assert_string_equal(stage, "loaded");
     assert_string_equal(json_string_value(json_object_get(r, "bg")), BG);
     assert_true(json_integer_value(json_object_get(r, "photoWidth")) > 0);

@@ -112,8 +112,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (strcmp(method, "HEAD") != 0 && strcmp(method, "GET") != 0) /* MHD sends no body to HEAD */
         return answer_text(c, 405, "method not allowed\n");
     const char *path = url;
-    if (strcmp(path, "/") == 0)
-        path = "/index.html";
     if (path[0] != '/' || strstr(path, "/.") != NULL || strlen(path) > 512)
         return answer_text(c, 404, "not found\n");
     char full[1600];
@@ -121,6 +119,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     char *q = strchr(full + strlen(h->root), '?');
     if (q != NULL)
         *q = '\0';
+    size_t fl = strlen(full);
+    if (full[fl - 1] == '/') /* a folder's target: its index.html */
+        snprintf(full + fl, sizeof full - fl, "index.html");
     int fd = open(full, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

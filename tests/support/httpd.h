@@ -3,7 +3,8 @@
  * Serves one folder over HTTP/1.1 (libmicrohttpd, a thread per connection,
  * in the test process): GET and HEAD, Range requests (one range: bytes=A-B,
  * A- or -N, answered 206 with Content-Range; an unsatisfiable one 416),
- * Content-Type by file extension, 404 for anything missing or outside the
+ * Content-Type by file extension, a folder's index.html for a target that
+ * ends in '/' (query aside), 404 for anything missing or outside the
  * folder ("..", or a name starting with '.'). Every request is counted and
  * its target kept (the first HTTPD_LOG_MAX), so a test can check what a
  * browser asked for. Not a general server: paths are taken as they come,
