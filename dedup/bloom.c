@@ -471,6 +471,7 @@ void bloom_params_init(bloom_params *p)
     p->tightening = 0.85;
     p->max_stages = BLOOM_MAX_STAGES;
     p->block_lines = 0;
+    p->max_bytes = 0;
 }
 
 int bloom_params_check(const bloom_params *p, char *err, size_t errlen)
@@ -552,6 +553,7 @@ int bloom_alloc(const bloom_params *p, bloom **out)
     double r = p->tightening;
     bf->p0 = p->max_stages == 1 ? p->fp_rate
                                 : p->fp_rate * (1.0 - r) / (1.0 - pow(r, (double)p->max_stages));
+    atomic_init(&bf->max_bytes, p->max_bytes);
     rc = -ENOMEM;
     if (pthread_mutex_init(&bf->geom_lock, NULL) != 0)
         goto out;
@@ -568,6 +570,7 @@ int bloom_alloc(const bloom_params *p, bloom **out)
         atomic_init(&bf->shards[s].nstages, 0);
         atomic_init(&bf->shards[s].grow_failures, 0);
         atomic_init(&bf->shards[s].grow_pending, 0);
+        atomic_init(&bf->shards[s].capped, 0);
     }
     *out = bf;
     return 0;
@@ -594,6 +597,10 @@ int bloom_new(const bloom_params *p, bloom **out)
         bloom_free(bf);
         return -ENOMEM;
     }
+    if (p->max_bytes > 0 && g.nblocks * 64u * g.lines * p->shards > p->max_bytes) {
+        bloom_free(bf); /* the first stages alone pass the cap */
+        return -EFBIG;
+    }
     bf->arena_on = g.nblocks * 64u * g.lines * p->shards >= HUGE_PAGE;
     for (unsigned s = 0; s < p->shards; s++) {
         struct stage *st = stage_create(bf, 0);
@@ -608,7 +615,37 @@ int bloom_new(const bloom_params *p, bloom **out)
     return 0;
 }
 
-void bloom_get_params(const bloom *bf, bloom_params *out) { *out = bf->params; }
+void bloom_get_params(const bloom *bf, bloom_params *out)
+{
+    *out = bf->params;
+    out->max_bytes = atomic_load_explicit(&bf->max_bytes, memory_order_relaxed);
+}
+
+static uint64_t stage_bytes(const struct stage *st) { return st->nblocks * st->block_words * 8u; }
+
+/* Bytes of every published stage's bits (stages are append-only, so a
+ * shard's first nstages are complete once nstages is acquired). */
+static uint64_t filter_bytes(const bloom *bf)
+{
+    uint64_t sum = 0;
+    for (unsigned s = 0; s < bf->params.shards; s++) {
+        const struct shard *sh = &bf->shards[s];
+        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+        for (unsigned i = 0; i < n; i++)
+            sum += stage_bytes(sh->stages[i]);
+    }
+    return sum;
+}
+
+/* 1 if stage i of a shard would take the filter past its max_bytes. */
+static int over_cap(bloom *bf, unsigned i)
+{
+    uint64_t cap = atomic_load_explicit(&bf->max_bytes, memory_order_relaxed);
+    struct geom g;
+    if (cap == 0 || stage_geom(bf, i, &g) != 0)
+        return 0; /* no cap; a stage with no geometry fails as out of memory */
+    return filter_bytes(bf) + g.nblocks * 64u * g.lines > cap;
+}
 
 /* ---- add and query ------------------------------------------------------ */
 
@@ -628,17 +665,36 @@ static void maybe_grow(bloom *bf, struct shard *sh, unsigned idx, int retry)
         pthread_mutex_lock(&sh->lock);
     }
     if (atomic_load_explicit(&sh->nstages, memory_order_relaxed) == idx + 1) {
-        struct stage *nst = stage_create(bf, idx + 1);
-        if (nst == NULL) {
+        struct stage *nst = NULL;
+        if (over_cap(bf, idx + 1)) {
+            /* held at the cap: not a failure to retry on every add; the
+             * next full test (every qmask + 1 adds of a slot) asks again */
+            atomic_store_explicit(&sh->capped, 1, memory_order_relaxed);
+            atomic_store_explicit(&sh->grow_pending, 0, memory_order_relaxed);
+        } else if ((nst = stage_create(bf, idx + 1)) == NULL) {
             atomic_fetch_add_explicit(&sh->grow_failures, 1, memory_order_relaxed);
             atomic_store_explicit(&sh->grow_pending, 1, memory_order_relaxed);
         } else {
             sh->stages[idx + 1] = nst;
             atomic_store_explicit(&sh->nstages, idx + 2, memory_order_release);
             atomic_store_explicit(&sh->grow_pending, 0, memory_order_relaxed);
+            atomic_store_explicit(&sh->capped, 0, memory_order_relaxed);
         }
     }
     pthread_mutex_unlock(&sh->lock);
+}
+
+void bloom_set_max_bytes(bloom *bf, uint64_t max_bytes)
+{
+    atomic_store_explicit(&bf->max_bytes, max_bytes, memory_order_relaxed);
+    /* a full stage decides now (a saturated one sees few new keys, so its
+     * full test would seldom run again): a successor, or held at the cap */
+    for (unsigned s = 0; s < bf->params.shards; s++) {
+        struct shard *sh = &bf->shards[s];
+        unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
+        if (n > 0)
+            maybe_grow(bf, sh, n - 1, 0);
+    }
 }
 
 int bloom_add_fp(bloom *bf, hash_fp fp)
@@ -774,12 +830,15 @@ void bloom_stats_get(const bloom *bf, bloom_stats *out)
     memset(out, 0, sizeof *out);
     out->shards = bf->params.shards;
     out->fpr_bound = bf->params.fp_rate;
+    out->max_bytes = atomic_load_explicit(&bf->max_bytes, memory_order_relaxed);
     out->stages_min = BLOOM_MAX_STAGES;
     double fpr_sum = 0.0;
     for (unsigned s = 0; s < bf->params.shards; s++) {
         struct shard *sh = &bf->shards[s];
         unsigned n = atomic_load_explicit(&sh->nstages, memory_order_acquire);
         double pass = 1.0; /* probability every stage answers NO */
+        int capped = atomic_load_explicit(&sh->capped, memory_order_relaxed) != 0;
+        out->capped += (unsigned)capped;
         for (unsigned i = 0; i < n; i++) {
             bloom_stage_info si;
             stage_info(sh->stages[i], &si);
@@ -788,7 +847,7 @@ void bloom_stats_get(const bloom *bf, bloom_stats *out)
             out->bits += si.bits;
             out->set_bits += si.set_bits;
             pass *= 1.0 - si.fpr_model;
-            if (i == n - 1 && n == bf->params.max_stages && si.count > si.capacity)
+            if (i == n - 1 && (n == bf->params.max_stages || capped) && si.count > si.capacity)
                 out->saturated++;
         }
         fpr_sum += 1.0 - pass;

@@ -37,6 +37,10 @@ typedef struct bloom_params {
     unsigned max_stages;     /* stages per shard, [1, BLOOM_MAX_STAGES]; default 64.
                               * 1 = a fixed-size filter sized at p itself. */
     unsigned block_lines;    /* 64-byte lines per block: 0 = auto (default), 1 or 2 */
+    uint64_t max_bytes;      /* cap on the bit arrays (0: none, the default): a stage that
+                              * would take them past it is not appended; the full stage goes
+                              * on taking keys and the rate rises past p (bloom_stats.capped).
+                              * Not kept in snapshots: bloom_set_max_bytes applies it. */
 } bloom_params;
 
 /* Fills *p with the defaults above (n = 1000000, p = 0.01). */
@@ -46,12 +50,20 @@ void bloom_params_init(bloom_params *p);
 int bloom_params_check(const bloom_params *p, char *err, size_t errlen);
 
 /* Creates an empty filter. Returns 0 and sets *out (caller owns it; free
- * with bloom_free), -EINVAL for bad params, -ENOMEM when memory runs out. */
+ * with bloom_free), -EINVAL for bad params, -EFBIG when the first stages
+ * alone would pass max_bytes, -ENOMEM when memory runs out. */
 int bloom_new(const bloom_params *p, bloom **out /* OUT */);
 void bloom_free(bloom *bf);
 
-/* The parameters the filter was built with (also after bloom_load). */
+/* The parameters the filter was built with (also after bloom_load), with
+ * the max_bytes in force. */
 void bloom_get_params(const bloom *bf, bloom_params *out /* OUT */);
+
+/* Sets the cap on the filter's bit arrays (params.max_bytes; 0: none) from
+ * now on: stages already there stay; each shard whose newest stage is full
+ * decides at once (a successor if the cap allows it, else it is counted
+ * capped). Safe beside adds and queries. */
+void bloom_set_max_bytes(bloom *bf, uint64_t max_bytes);
 
 /* Adds a key. Returns 1 if it was (probably) already present, 0 if it was
  * certainly new; decided in the same pass that sets the bits. Never fails:
@@ -100,7 +112,10 @@ typedef struct bloom_stats {
                               * of each chain's 1 - prod(1 - fpr_model)) */
     double fpr_bound;        /* params.fp_rate */
     uint64_t grow_failures;  /* failed attempts to append a stage (out of memory) */
-    unsigned saturated;      /* shards at max_stages whose newest stage is past capacity */
+    uint64_t max_bytes;      /* the cap in force (params.max_bytes; 0: none) */
+    unsigned capped;         /* shards whose last full stage got no successor: max_bytes */
+    unsigned saturated;      /* shards at max_stages or capped whose newest stage is past
+                              * capacity: there the rate is no longer bounded by p */
 } bloom_stats;
 
 void bloom_stats_get(const bloom *bf, bloom_stats *out /* OUT */);

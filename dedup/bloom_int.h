@@ -45,6 +45,7 @@ struct shard {
     struct stage *stages[BLOOM_MAX_STAGES];
     _Atomic uint64_t grow_failures;
     _Atomic unsigned grow_pending;     /* the last append failed: retry on any add */
+    _Atomic unsigned capped;           /* the last append was refused by max_bytes */
 };
 
 struct geom {
@@ -63,6 +64,7 @@ struct bloom {
     uint64_t shard_mask;
     uint64_t cap0;  /* per-shard capacity of stage 0 */
     double p0;      /* error of stage 0 */
+    _Atomic uint64_t max_bytes; /* params.max_bytes as now in force */
     struct shard *shards;
     pthread_mutex_t geom_lock;
     struct geom geom[BLOOM_MAX_STAGES];

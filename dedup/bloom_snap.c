@@ -425,6 +425,7 @@ static int parse_snapshot(int fd, uint64_t size, uint8_t *buf, bloom_ring *out, 
         return rc;
     }
     bloom_params p;
+    p.max_bytes = 0; /* not in the file: the loader's caller sets it */
     p.expected_items = get64(h + 32);
     p.fp_rate = bitsd(get64(h + 40));
     p.growth = bitsd(get64(h + 48));

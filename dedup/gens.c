@@ -65,7 +65,20 @@ void gens_gen_params(const bloom_params *p, const gens_opts *o, bloom_params *ou
         if (out->expected_items < 1)
             out->expected_items = 1;
         out->fp_rate = p->fp_rate / (double)(o->generations + 1);
+        out->max_bytes = p->max_bytes / (o->generations + 1);
+        if (p->max_bytes > 0 && out->max_bytes == 0)
+            out->max_bytes = 1; /* a cap stays a cap */
     }
+}
+
+void gens_set_max_bytes(gens *g, uint64_t max_bytes)
+{
+    bloom_params whole = g->p, gp;
+    whole.max_bytes = max_bytes;
+    gens_gen_params(&whole, &g->o, &gp);
+    g->p.max_bytes = gp.max_bytes;
+    for (unsigned i = 0; i < g->n; i++)
+        bloom_set_max_bytes(g->gen[i].bf, gp.max_bytes);
 }
 
 static void rd_lock(gens *g)

@@ -48,8 +48,8 @@ typedef struct gens_opts {
 int gens_opts_check(const gens_opts *o, char *err, size_t errlen);
 
 /* The parameters each generation is built with: p with expected_items
- * divided by generations and fp_rate by the most generations that can be
- * live at once. OUT: out */
+ * divided by generations, fp_rate and max_bytes by the most generations
+ * that can be live at once. OUT: out */
 void gens_gen_params(const bloom_params *p, const gens_opts *o, bloom_params *out);
 
 /* A new ring whose first window starts at now (Unix seconds). p is the
@@ -65,6 +65,11 @@ gens *gens_wrap(bloom *bf);
 int gens_adopt(bloom_ring *ring, const bloom_params *p, const gens_opts *o, gens **out,
                char *err, size_t errlen);
 void gens_free(gens *g);
+/* The whole ring's cap on Bloom bits (bloom_params.max_bytes, 0: none),
+ * shared as gens_gen_params shares it, for the live filters and those made
+ * later: what a ring loaded from a snapshot (which keeps no cap) is given.
+ * Call before the ring is shared with other threads. */
+void gens_set_max_bytes(gens *g, uint64_t max_bytes);
 /* Frees a ring made by gens_wrap but not its filter (the caller keeps it). */
 void gens_unwrap(gens *g);
 

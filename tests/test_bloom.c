@@ -450,6 +450,61 @@ static void max_stages_caps_the_chain(void **state)
     bloom_free(bf);
 }
 
+/* max_bytes holds the chain where the next stage would pass it: keys go on
+ * into the full stage (none lost), the shard is counted capped and then
+ * saturated, the memory stays under the cap; a snapshot keeps no cap, and
+ * a raised one lets the chain grow again. */
+static void max_bytes_caps_the_chain(void **state)
+{
+    (void)state;
+    bloom_params bp;
+    bloom_params_init(&bp);
+    bp.expected_items = 100;
+    bp.shards = 2;
+    bloom *probe = NULL;
+    assert_int_equal(bloom_new(&bp, &probe), 0);
+    bloom_stats st;
+    bloom_stats_get(probe, &st);
+    bloom_free(probe);
+    bp.max_bytes = st.memory_bytes - 1; /* the first stages alone pass it: refused */
+    bloom *bf = NULL;
+    assert_int_equal(bloom_new(&bp, &bf), -EFBIG);
+    assert_null(bf);
+    bp.max_bytes = st.memory_bytes + 64; /* both first stages, not one more line per shard */
+    assert_int_equal(bloom_new(&bp, &bf), 0);
+    for (uint64_t i = 0; i < 3000; i++)
+        add_key(bf, 'm', i);
+    bloom_stats_get(bf, &st);
+    assert_int_equal(st.stages_total, 2);
+    assert_int_equal(st.capped, 2);
+    assert_int_equal(st.saturated, 2);
+    assert_int_equal(st.grow_failures, 0);
+    assert_true(st.memory_bytes <= bp.max_bytes);
+    assert_int_equal(st.max_bytes, bp.max_bytes);
+    assert_int_equal(count_missing(bf, 'm', 3000), 0);
+    assert_true(st.fpr_model > bp.fp_rate); /* what the report says: past the bound */
+
+    char path[300], err[256];
+    tmp_path(path, sizeof path, "capped.bloom");
+    assert_int_equal(bloom_save(bf, path, 0, NULL, err, sizeof err), 0);
+    bloom *back = NULL;
+    uint64_t mark = 0;
+    assert_int_equal(bloom_load(path, &back, &mark, NULL, err, sizeof err), 0);
+    bloom_params got;
+    bloom_get_params(back, &got);
+    assert_int_equal(got.max_bytes, 0);
+    bloom_set_max_bytes(back, bp.max_bytes * 100);
+    for (uint64_t i = 3000; i < 6000; i++)
+        add_key(back, 'm', i);
+    bloom_stats_get(back, &st);
+    assert_true(st.stages_total > 2);
+    assert_int_equal(st.capped, 0);
+    assert_int_equal(st.saturated, 0);
+    assert_int_equal(count_missing(back, 'm', 6000), 0);
+    bloom_free(back);
+    bloom_free(bf);
+}
+
 /* ---- threads ------------------------------------------------------------ */
 
 #define WRITERS 4
@@ -915,6 +970,7 @@ int main(void)
         cmocka_unit_test(fpr_matches_model_two_lines),
         cmocka_unit_test(chain_grown_1024x_stays_under_bound),
         cmocka_unit_test(max_stages_caps_the_chain),
+        cmocka_unit_test_setup_teardown(max_bytes_caps_the_chain, make_tmpdir, remove_tmpdir),
         cmocka_unit_test(concurrent_adds_lose_nothing),
         cmocka_unit_test_setup_teardown(snapshot_round_trip_small, make_tmpdir, remove_tmpdir),
         cmocka_unit_test_setup_teardown(snapshot_keeps_owner, make_tmpdir, remove_tmpdir),

@@ -139,6 +139,39 @@ static void no_retention_is_one_filter(void **state)
     gens_free(g);
 }
 
+/* The Bloom memory cap is the ring's: the live generations share it (one
+ * share per generation the ring can hold), also after gens_set_max_bytes,
+ * which is how a ring loaded from a snapshot gets it; without retention
+ * the one filter has all of it. */
+static void the_memory_cap_is_shared(void **state)
+{
+    (void)state;
+    bloom_params bp = params(1000, 0.01), got;
+    bp.max_bytes = 5u << 20;
+    gens_opts o = { 100, 4 };
+    gens *g = NULL;
+    assert_int_equal(gens_new(&bp, &o, 1000, &g), 0);
+    bloom_get_params(gens_newest(g), &got);
+    assert_int_equal(got.max_bytes, 1u << 20);
+    assert_int_equal(gens_push(g, 1000 + 25), 1);
+    bloom_get_params(gens_newest(g), &got);
+    assert_int_equal(got.max_bytes, 1u << 20);
+    gens_set_max_bytes(g, 10u << 20);
+    gens_stats gs;
+    gens_stats_get(g, &gs);
+    assert_int_equal(gs.live, 2);
+    assert_int_equal(gens_push(g, 1000 + 50), 1);
+    bloom_get_params(gens_newest(g), &got);
+    assert_int_equal(got.max_bytes, 2u << 20);
+    gens_free(g);
+
+    g = ring(1000, 0.01, 0, 0, 0);
+    gens_set_max_bytes(g, 3u << 20);
+    bloom_get_params(gens_newest(g), &got);
+    assert_int_equal(got.max_bytes, 3u << 20);
+    gens_free(g);
+}
+
 /* The invariant over a random history of links: every key linked within
  * the retention answers MAYBE; a key whose last link is older than
  * retention + one window answers NO unless a false positive (counted, and
@@ -428,6 +461,7 @@ int main(void)
         cmocka_unit_test(options_are_checked),
         cmocka_unit_test(windows_rotate_on_a_grid),
         cmocka_unit_test(no_retention_is_one_filter),
+        cmocka_unit_test(the_memory_cap_is_shared),
         cmocka_unit_test(invariant_within_retention),
         cmocka_unit_test(fpr_over_all_generations),
         cmocka_unit_test(add_at_picks_the_stamps_window),
