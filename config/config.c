@@ -124,6 +124,7 @@ static const option options[] = {
     INT(dedup, snapshot_interval_s, 0, 86400, "300", "seconds between Bloom snapshots (0: only at shutdown)"),
     INT(dedup, retention_s, 0, 3153600000, "0", "forget URLs nobody linked for this long (0: keep every URL forever); at least one second per generation"),
     INT(dedup, generations, 2, 8, "4", "Bloom generations the retention is cut into (with retention_s); the ring holds one more"),
+    INT(dedup, bloom_max_mib, 0, 1048576, "4096", "cap on the Bloom filter's memory (0: none); past it no stage is added, the false-positive rate rises past fp_rate and SQLite settles more (saturated shards are counted)"),
 
     LIST(canon, strip_params, "[\"utm_*\", \"fbclid\", \"gclid\"]", "query parameters removed by name (* wildcard at the end)"),
     BOOL(canon, strip_session_ids, "true", "drop session ids: jsessionid, phpsessid, sid query parameters and ;jsessionid= path parameters"),

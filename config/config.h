@@ -88,6 +88,7 @@ typedef struct crawl_config {
         int64_t snapshot_interval_s;
         int64_t retention_s;       /* 0: no retention (dedup/gens.h) */
         int64_t generations;
+        int64_t bloom_max_mib;     /* cap on the Bloom filter's bits (0: none) */
     } dedup;
     struct {
         str_list strip_params;

@@ -346,6 +346,17 @@ static gens *load_owned(db *d, const char *path, const bloom_params *bp, const g
     return NULL;
 }
 
+/* The reason a filter was refused -EFBIG: its first stages pass the cap. */
+static void too_big(const bloom_params *bp, const gens_opts *go, char *err, size_t errlen)
+{
+    snprintf(err, errlen,
+             "the Bloom filter's first stage for dedup.expected_urls = %llu at fp_rate %g%s needs"
+             " more than dedup.bloom_max_mib (%llu MiB): raise the cap or lower expected_urls",
+             (unsigned long long)bp->expected_items, bp->fp_rate,
+             go->retention_s > 0 ? " (one generation's share)" : "",
+             (unsigned long long)(bp->max_bytes >> 20));
+}
+
 seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_params *bp,
                          const gens_opts *go, const seen_opts *so, FILE *log, const char *who,
                          char *err, size_t errlen)
@@ -363,16 +374,24 @@ seen *verifier_open_seen(verifier *v, db *d, const char *snap_path, const bloom_
         since = gens_stamp(g, now); /* rows refreshed into its newest window since */
     if (g == NULL)
         mark = 0;
-    if (d != NULL && go->retention_s > 0 && ring_for_rows(d, bp, go, now, &g) < 0) {
+    int rc = 0;
+    if (d != NULL && go->retention_s > 0 && (rc = ring_for_rows(d, bp, go, now, &g)) < 0) {
         gens_free(g);
-        snprintf(err, errlen, "cannot create the Bloom filter (out of memory?) or read %s",
-                 db_path(d));
+        if (rc == -EFBIG)
+            too_big(bp, go, err, errlen);
+        else
+            snprintf(err, errlen, "cannot create the Bloom filter (out of memory?) or read %s",
+                     db_path(d));
         return NULL;
     }
-    if (g == NULL && gens_new(bp, go, now, &g) < 0) {
-        snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
+    if (g == NULL && (rc = gens_new(bp, go, now, &g)) < 0) {
+        if (rc == -EFBIG)
+            too_big(bp, go, err, errlen);
+        else
+            snprintf(err, errlen, "cannot create the Bloom filter (out of memory?)");
         return NULL;
     }
+    gens_set_max_bytes(g, bp->max_bytes); /* a snapshot keeps no cap: the configuration's */
     seen_verifier iface;
     if (v)
         iface = verifier_iface(v);

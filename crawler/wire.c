@@ -25,6 +25,7 @@ void wire_bloom_params(const crawl_config *c, bloom_params *out)
     out->shards = (unsigned)c->dedup.shards;
     out->growth = c->dedup.growth;
     out->tightening = c->dedup.tightening;
+    out->max_bytes = (uint64_t)c->dedup.bloom_max_mib << 20;
 }
 
 void wire_gens_opts(const crawl_config *c, gens_opts *out)

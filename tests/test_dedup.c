@@ -426,6 +426,79 @@ static void verify_always_exact_with_colliding_fingerprints(void **state)
     free(in2);
 }
 
+/* A Bloom filter held at dedup.bloom_max_mib stays exact with verify=always
+ * (SQLite settles what the saturated shards answer), says so in the summary
+ * and the stats, and keeps its memory under the cap; the next run on the
+ * same state, with a larger cap, lets the loaded chain grow again (a
+ * snapshot keeps no cap of its own) and is still exact. */
+static void capped_bloom_stays_exact(void **state)
+{
+    (void)state;
+    size_t len1, len2;
+    char *in1 = make_urls(600000, 60, &len1);
+    char *in2 = make_urls(300000, 0, &len2); /* ids from 0 again: 4 in 5 seen in in1 */
+    char *both = malloc(len1 + len2 + 1);
+    assert_non_null(both);
+    memcpy(both, in1, len1);
+    memcpy(both + len1, in2, len2);
+    char *dir = temp_dir();
+    char js[512];
+    snprintf(js, sizeof js, "%s/stats.json", dir);
+    const char *args[] = { "--verify", "always", "--state", dir, "--stats-json", js,
+                           "--set", "dedup.expected_urls=1000", "--set",
+                           "dedup.fp_rate=0.0001", "--set", "dedup.bloom_max_mib=1", NULL };
+    cr_buf want, got, err;
+    cr_buf_init(&want, 0);
+    cr_buf_init(&got, 0);
+    cr_buf_init(&err, 0);
+    int rc = run_dedup(args, in1, len1, &got, &err);
+    if (rc != 0)
+        fail_msg("crawld dedup exited %d: %s", rc, err.data);
+    assert_int_equal(run_awk(in1, len1, &want), 0);
+    assert_int_equal(got.len, want.len);
+    assert_memory_equal(got.data, want.data, want.len);
+    assert_true(stat_of(js, "bloom", "capped_shards") > 0);
+    assert_true(stat_of(js, "bloom", "saturated_shards") > 0);
+    assert_true(stat_of(js, "bloom", "memory_bytes") <= 1 << 20);
+    assert_int_equal(stat_of(js, "bloom", "max_bytes"), 1 << 20);
+    assert_non_null(strstr(err.data, "Bloom filter at its cap"));
+
+    /* a first stage past the cap is refused with the reason, before any line */
+    const char *const big[] = { "--verify", "always", "--set", "dedup.expected_urls=1000000000",
+                                "--set", "dedup.bloom_max_mib=16", NULL };
+    cr_buf o2, e2;
+    cr_buf_init(&o2, 0);
+    cr_buf_init(&e2, 0);
+    assert_int_not_equal(run_dedup(big, in1, 0, &o2, &e2), 0);
+    assert_int_equal(o2.len, 0);
+    assert_non_null(strstr(e2.data, "needs more than dedup.bloom_max_mib (16 MiB)"));
+    cr_buf_release(&o2);
+    cr_buf_release(&e2);
+
+    size_t first = want.len;
+    cr_buf_clear(&want);
+    cr_buf_clear(&got);
+    cr_buf_clear(&err);
+    args[11] = "dedup.bloom_max_mib=64";
+    rc = run_dedup(args, in2, len2, &got, &err);
+    if (rc != 0)
+        fail_msg("crawld dedup exited %d: %s", rc, err.data);
+    assert_int_equal(run_awk(both, len1 + len2, &want), 0);
+    assert_int_equal(got.len, want.len - first);
+    assert_memory_equal(got.data, want.data + first, got.len);
+    assert_int_equal(stat_of(js, "bloom", "capped_shards"), 0);
+    assert_true(stat_of(js, "bloom", "memory_bytes") > 1 << 20);
+    assert_null(strstr(err.data, "Bloom filter at its cap"));
+    cr_buf_release(&want);
+    cr_buf_release(&got);
+    cr_buf_release(&err);
+    rm_rf(dir);
+    free(dir);
+    free(both);
+    free(in1);
+    free(in2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -435,6 +508,7 @@ int main(void)
         cmocka_unit_test(state_persists_across_runs),
         cmocka_unit_test(sigkill_then_restart_never_reports_a_stored_url_new),
         cmocka_unit_test(verify_always_exact_with_colliding_fingerprints),
+        cmocka_unit_test(capped_bloom_stays_exact),
     };
     return cmocka_run_group_tests_name("dedup", tests, NULL, NULL);
 }

@@ -344,6 +344,16 @@ void status_metrics(FILE *f, const crawl_status *st)
             seen_observed_fpr(&st->dedup));
     fprintf(f, "# TYPE crawld_fpr_bound gauge\ncrawld_fpr_bound %.9g\n", st->fpr_bound);
     fprintf(f, "# TYPE crawld_fpr_predicted gauge\ncrawld_fpr_predicted %.9g\n", st->fpr_predicted);
+    fprintf(f, "# HELP crawld_bloom_shards Bloom shards held at dedup.bloom_max_mib (capped) and"
+               " past their capacity at the last stage they may have (saturated: the"
+               " false-positive bound no longer holds there).\n"
+               "# TYPE crawld_bloom_shards gauge\n"
+               "crawld_bloom_shards{state=\"capped\"} %u\ncrawld_bloom_shards{state=\"saturated\"} %u\n"
+               "# TYPE crawld_bloom_max_bytes gauge\ncrawld_bloom_max_bytes %llu\n"
+               "# TYPE crawld_bloom_grow_failures_total counter\n"
+               "crawld_bloom_grow_failures_total %llu\n",
+            st->bloom.capped, st->bloom.saturated, (unsigned long long)st->bloom.max_bytes,
+            (unsigned long long)st->bloom.grow_failures);
     fprintf(f, "# HELP crawld_bloom_fill Set bits / bits, per shard and stage.\n"
                "# TYPE crawld_bloom_fill gauge\n");
     for (size_t i = 0; i < st->fill_len; i++)

@@ -37,7 +37,7 @@ json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
 {
     return json_pack("{s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
                      " s:{s:f, s:f, s:f},"
-                     " s:{s:i, s:i, s:i, s:f, s:I, s:I, s:I, s:f, s:f, s:I}}",
+                     " s:{s:i, s:i, s:i, s:f, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:i, s:i, s:I}}",
                      "urls", (json_int_t)c->keys,
                      "new", "bloom_no", (json_int_t)c->new_bloom,
                      "false_positive_caught", (json_int_t)c->new_verified,
@@ -58,7 +58,10 @@ json_t *summary_dedup_json(const seen_counters *c, const bloom_stats *b)
                      "capacity", (json_int_t)b->capacity,
                      "count", (json_int_t)b->count, "bits", (json_int_t)b->bits,
                      "fill", b->fill, "bits_per_item", b->bits_per_item,
-                     "memory_bytes", (json_int_t)b->memory_bytes);
+                     "memory_bytes", (json_int_t)b->memory_bytes,
+                     "max_bytes", (json_int_t)b->max_bytes, "capped_shards", (int)b->capped,
+                     "saturated_shards", (int)b->saturated,
+                     "grow_failures", (json_int_t)b->grow_failures);
 }
 
 static void row(FILE *f, const char *label, long long n, long long whole)
@@ -97,6 +100,17 @@ void summary_dedup_print(FILE *f, const json_t *d)
             getf(d, "bloom.fill"), getf(d, "bloom.bits_per_capacity"), geti(d, "bloom.capacity"),
             getf(d, "bloom.bits_per_item"), geti(d, "bloom.count"),
             (double)geti(d, "bloom.memory_bytes") / 1048576.0);
+    long long capped = geti(d, "bloom.capped_shards"), sat = geti(d, "bloom.saturated_shards");
+    if (capped > 0 || sat > 0)
+        fprintf(f, "  Bloom filter at its cap: %lld of %lld shards held at dedup.bloom_max_mib"
+                   " (%.0f MiB), %lld past their capacity: there the false-positive rate exceeds"
+                   " its bound and SQLite settles more MAYBEs (with verify = never they are"
+                   " duplicates)\n",
+                capped, geti(d, "bloom.shards"), (double)geti(d, "bloom.max_bytes") / 1048576.0,
+                sat);
+    if (geti(d, "bloom.grow_failures") > 0)
+        fprintf(f, "  Bloom filter: %lld stage appends failed (out of memory)\n",
+                geti(d, "bloom.grow_failures"));
 }
 
 void summary_crawl_print(FILE *f, const json_t *st)
