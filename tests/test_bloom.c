@@ -146,6 +146,20 @@ static void tmp_path(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/%s", tmpdir, name);
 }
 
+/* bf saved to name in the temp folder with the mark hwm and loaded back. */
+static bloom *round_trip(bloom *bf, const char *name, uint64_t hwm)
+{
+    char path[300], err[256];
+    tmp_path(path, sizeof path, name);
+    assert_int_equal(bloom_save(bf, path, hwm, NULL, err, sizeof err), 0);
+    bloom *back = NULL;
+    uint64_t got = 0;
+    if (bloom_load(path, &back, &got, NULL, err, sizeof err) != 0)
+        fail_msg("bloom_load %s: %s", path, err);
+    assert_true(got == hwm);
+    return back;
+}
+
 static unsigned files_in_tmpdir(void)
 {
     unsigned n = 0;
@@ -484,12 +498,7 @@ static void max_bytes_caps_the_chain(void **state)
     assert_int_equal(count_missing(bf, 'm', 3000), 0);
     assert_true(st.fpr_model > bp.fp_rate); /* what the report says: past the bound */
 
-    char path[300], err[256];
-    tmp_path(path, sizeof path, "capped.bloom");
-    assert_int_equal(bloom_save(bf, path, 0, NULL, err, sizeof err), 0);
-    bloom *back = NULL;
-    uint64_t mark = 0;
-    assert_int_equal(bloom_load(path, &back, &mark, NULL, err, sizeof err), 0);
+    bloom *back = round_trip(bf, "capped.bloom", 0);
     bloom_params got;
     bloom_get_params(back, &got);
     assert_int_equal(got.max_bytes, 0);
@@ -671,12 +680,7 @@ static void snapshot_round_trip_chunked(void **state)
     bloom *bf = new_filter(2000000, 0.01, 16, BLOOM_MAX_STAGES, 0);
     for (uint64_t i = 0; i < 200000; i++)
         add_key(bf, 'h', i);
-    char path[300], err[256];
-    tmp_path(path, sizeof path, "chunked.bloom");
-    assert_int_equal(bloom_save(bf, path, 5, NULL, err, sizeof err), 0);
-    bloom *back = NULL;
-    uint64_t hwm = 0;
-    assert_int_equal(bloom_load(path, &back, &hwm, NULL, err, sizeof err), 0);
+    bloom *back = round_trip(bf, "chunked.bloom", 5);
     assert_int_equal(count_missing(back, 'h', 200000), 0);
     for (uint64_t i = 0; i < 20000; i++)
         assert_int_equal(query_key(back, 'z', i), query_key(bf, 'z', i));

@@ -328,11 +328,41 @@ static const char *faults_bin(void)
     return b ? b : "bin/crawld-faults";
 }
 
-/* Runs the faults build's dedup (its CRAWLD_FP_BITS hook) on in. */
-static int run_dedup_faults(const char *const args[], const char *in, size_t len, cr_buf *out,
-                            cr_buf *err)
+/* a then b, in one new buffer (caller frees). */
+static char *joined(const char *a, size_t na, const char *b, size_t nb)
 {
-    return run_dedup_bin(faults_bin(), args, in, len, out, err);
+    char *ab = malloc(na + nb + 1);
+    assert_non_null(ab);
+    memcpy(ab, a, na);
+    memcpy(ab + na, b, nb);
+    ab[na + nb] = '\0';
+    return ab;
+}
+
+/* Runs bin's dedup with args on in, the last part of all (every input fed
+ * to the same state so far), and checks that it printed what awk prints
+ * for all after awk's first done bytes (what earlier runs printed).
+ * stderr goes to err (cleared first). Returns the length of awk's output
+ * for all, the next run's done. */
+static size_t expect_awk_tail(const char *bin, const char *const args[], const char *in,
+                              size_t len, const char *all, size_t all_len, size_t done,
+                              cr_buf *err)
+{
+    cr_buf want, got;
+    cr_buf_init(&want, 0);
+    cr_buf_init(&got, 0);
+    cr_buf_clear(err);
+    int rc = run_dedup_bin(bin, args, in, len, &got, err);
+    if (rc != 0)
+        fail_msg("%s dedup exited %d: %s", bin, rc, err->data);
+    assert_int_equal(run_awk(all, all_len, &want), 0);
+    assert_true(want.len > done);
+    assert_int_equal(got.len, want.len - done);
+    assert_memory_equal(got.data, want.data + done, got.len);
+    size_t n = want.len;
+    cr_buf_release(&want);
+    cr_buf_release(&got);
+    return n;
 }
 
 /* n lines drawn from a small space of URLs of random shape, so that about
@@ -379,10 +409,7 @@ static void verify_always_exact_with_colliding_fingerprints(void **state)
     size_t len1, len2;
     char *in1 = random_urls(30000, &len1);
     char *in2 = random_urls(60000, &len2);
-    char *both = malloc(len1 + len2 + 1);
-    assert_non_null(both);
-    memcpy(both, in1, len1);
-    memcpy(both + len1, in2, len2);
+    char *both = joined(in1, len1, in2, len2);
     char *dir = temp_dir();
     char js[512];
     snprintf(js, sizeof js, "%s/stats.json", dir);
@@ -390,34 +417,15 @@ static void verify_always_exact_with_colliding_fingerprints(void **state)
                                  "--set", "dedup.expected_urls=1000", "--set",
                                  "dedup.fp_rate=0.5", "--set", "dedup.recent_cache=16",
                                  "--set", "storage.batch_size=777", NULL };
-    cr_buf want, got, err;
-    cr_buf_init(&want, 0);
-    cr_buf_init(&got, 0);
+    cr_buf err;
     cr_buf_init(&err, 0);
     assert_int_equal(setenv("CRAWLD_FP_BITS", "9", 1), 0);
-    int rc = run_dedup_faults(args, in1, len1, &got, &err);
-    if (rc != 0)
-        fail_msg("crawld-faults dedup exited %d: %s", rc, err.data);
-    assert_int_equal(run_awk(in1, len1, &want), 0);
-    assert_int_equal(got.len, want.len);
-    assert_memory_equal(got.data, want.data, want.len);
+    size_t first = expect_awk_tail(faults_bin(), args, in1, len1, in1, len1, 0, &err);
     assert_true(stat_of(js, "duplicate", "sqlite") > 1000);
     assert_true(stat_of(js, "new", "false_positive_caught") > 100);
-
-    size_t first = want.len;
-    cr_buf_clear(&want);
-    cr_buf_clear(&got);
-    cr_buf_clear(&err);
-    rc = run_dedup_faults(args, in2, len2, &got, &err);
+    expect_awk_tail(faults_bin(), args, in2, len2, both, len1 + len2, first, &err);
     unsetenv("CRAWLD_FP_BITS");
-    if (rc != 0)
-        fail_msg("crawld-faults dedup exited %d: %s", rc, err.data);
-    assert_int_equal(run_awk(both, len1 + len2, &want), 0);
-    assert_int_equal(got.len, want.len - first);
-    assert_memory_equal(got.data, want.data + first, got.len);
     assert_true(stat_of(js, "duplicate", "sqlite") > 1000);
-    cr_buf_release(&want);
-    cr_buf_release(&got);
     cr_buf_release(&err);
     rm_rf(dir);
     free(dir);
@@ -437,26 +445,16 @@ static void capped_bloom_stays_exact(void **state)
     size_t len1, len2;
     char *in1 = make_urls(600000, 60, &len1);
     char *in2 = make_urls(300000, 0, &len2); /* ids from 0 again: 4 in 5 seen in in1 */
-    char *both = malloc(len1 + len2 + 1);
-    assert_non_null(both);
-    memcpy(both, in1, len1);
-    memcpy(both + len1, in2, len2);
+    char *both = joined(in1, len1, in2, len2);
     char *dir = temp_dir();
     char js[512];
     snprintf(js, sizeof js, "%s/stats.json", dir);
     const char *args[] = { "--verify", "always", "--state", dir, "--stats-json", js,
                            "--set", "dedup.expected_urls=1000", "--set",
                            "dedup.fp_rate=0.0001", "--set", "dedup.bloom_max_mib=1", NULL };
-    cr_buf want, got, err;
-    cr_buf_init(&want, 0);
-    cr_buf_init(&got, 0);
+    cr_buf err;
     cr_buf_init(&err, 0);
-    int rc = run_dedup(args, in1, len1, &got, &err);
-    if (rc != 0)
-        fail_msg("crawld dedup exited %d: %s", rc, err.data);
-    assert_int_equal(run_awk(in1, len1, &want), 0);
-    assert_int_equal(got.len, want.len);
-    assert_memory_equal(got.data, want.data, want.len);
+    size_t first = expect_awk_tail(proc_crawld_path(), args, in1, len1, in1, len1, 0, &err);
     assert_true(stat_of(js, "bloom", "capped_shards") > 0);
     assert_true(stat_of(js, "bloom", "saturated_shards") > 0);
     assert_true(stat_of(js, "bloom", "memory_bytes") <= 1 << 20);
@@ -475,22 +473,11 @@ static void capped_bloom_stays_exact(void **state)
     cr_buf_release(&o2);
     cr_buf_release(&e2);
 
-    size_t first = want.len;
-    cr_buf_clear(&want);
-    cr_buf_clear(&got);
-    cr_buf_clear(&err);
     args[11] = "dedup.bloom_max_mib=64";
-    rc = run_dedup(args, in2, len2, &got, &err);
-    if (rc != 0)
-        fail_msg("crawld dedup exited %d: %s", rc, err.data);
-    assert_int_equal(run_awk(both, len1 + len2, &want), 0);
-    assert_int_equal(got.len, want.len - first);
-    assert_memory_equal(got.data, want.data + first, got.len);
+    expect_awk_tail(proc_crawld_path(), args, in2, len2, both, len1 + len2, first, &err);
     assert_int_equal(stat_of(js, "bloom", "capped_shards"), 0);
     assert_true(stat_of(js, "bloom", "memory_bytes") > 1 << 20);
     assert_null(strstr(err.data, "Bloom filter at its cap"));
-    cr_buf_release(&want);
-    cr_buf_release(&got);
     cr_buf_release(&err);
     rm_rf(dir);
     free(dir);
