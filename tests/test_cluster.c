@@ -1953,21 +1953,42 @@ static int64_t rescue_lease_ms(void)
     return getenv("TSAN_OPTIONS") != NULL ? 800 : 200;
 }
 
-/* node-a and node-b, stores DIRS registered, rescue hooks fr[i] (and the
- * orphaned one if asked), lease rescue_lease_ms(), grace 0; settled. */
+/* names[i] with store DIRS[i] registered, rescue hooks fr[i] (and the
+ * orphaned one if asked), lease rescue_lease_ms(), grace 0. */
+static member *open_rescuer(const redisd *d, uint32_t slots, fake_rescuer *fr, int orphans,
+                            int i)
+{
+    static const char *const names[2] = { "node-a", "node-b" };
+    member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
+                      .slots = slots, .lease_ms = rescue_lease_ms(), .store_dir = DIRS[i],
+                      .rescue = fake_rescue, .orphaned = orphans ? fake_orphaned : NULL,
+                      .load_lost = fake_load_lost, .hook_arg = &fr[i] };
+    char err[256];
+    member *m = NULL;
+    if (member_open(&o, &m, err, sizeof err) < 0)
+        fail_msg("member_open: %s", err);
+    return m;
+}
+
+/* node-a and node-b (open_rescuer), settled. a ticks alone until it holds
+ * and has loaded every slot, and only then b joins, so that P"holder"
+ * names a for each slot b takes. (Opened together, a first tick of a's
+ * slowed past its quarter-lease budget left some slots untaken until b
+ * had joined, and b took those from nobody.) */
 static void join_rescuers(const redisd *d, uint32_t slots, fake_rescuer *fr, int orphans,
                           member **m)
 {
     const char *names[2] = { "node-a", "node-b" };
-    char err[256];
-    for (int i = 0; i < 2; i++) {
-        member_opts o = { .redis = redisd_addr(d), .crawl_id = "t", .node_id = names[i],
-                          .slots = slots, .lease_ms = rescue_lease_ms(), .store_dir = DIRS[i],
-                          .rescue = fake_rescue, .orphaned = orphans ? fake_orphaned : NULL,
-                          .load_lost = fake_load_lost, .hook_arg = &fr[i] };
-        if (member_open(&o, &m[i], err, sizeof err) < 0)
-            fail_msg("member_open: %s", err);
-    }
+    m[0] = open_rescuer(d, slots, fr, orphans, 0);
+    member_info in;
+    int64_t t0 = cr_mono_ms();
+    do {
+        assert_int_equal(member_tick(m[0], cr_mono_ms()), 0);
+        member_get_info(m[0], &in);
+    } while ((in.held < slots || in.unloaded > 0) && cr_mono_ms() - t0 < 10000);
+    assert_int_equal(in.held, slots);
+    assert_int_equal(in.unloaded, 0);
+    m[1] = open_rescuer(d, slots, fr, orphans, 1);
     assert_int_equal(settle(m, names, 2, slots), 0);
 }
 
