@@ -175,16 +175,35 @@ static void node_start(int i)
     assert_int_equal(crawlproc_start(&W.node[i], W.dir, name, args), 0);
 }
 
+/* The last line of text that starts with prefix, into out ("" when
+ * none). */
+static void last_line(const char *text, const char *prefix, char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (const char *l = text; l != NULL && *l != '\0';) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        if (len > 0 && strncmp(l, prefix, strlen(prefix)) == 0)
+            snprintf(out, cap, "%.*s", (int)len, l);
+        l = nl ? nl + 1 : NULL;
+    }
+}
+
 /* Waits for node i to exit; fails, with its stderr's tail, unless it
- * exited with want. */
+ * exited with want. The failure message itself names the node's last
+ * "crawld run:" error and its last message: a CI log shows that one
+ * even where it cuts the printed tail short. */
 static void node_expect_exit(int i, int want)
 {
     int st = crawlproc_wait(&W.node[i], NODE_WAIT_MS);
     if (st != want) {
         static char tail[3001]; /* fail_msg does not return: nothing left to free */
+        static char said[400], last[400];
         char *err = crawlproc_output(&W.node[i], 2);
         size_t len = err ? strlen(err) : 0;
         snprintf(tail, sizeof(tail), "%s", err ? err + (len > 3000 ? len - 3000 : 0) : "(none)");
+        last_line(err, "crawld run:", said, sizeof said);
+        last_line(err, "crawld", last, sizeof last);
         cr_free(err);
         /* cmocka cuts a long failure message short: the tail goes first,
          * then what Redis holds (a node that never ends: who is not idle) */
@@ -201,9 +220,10 @@ static void node_expect_exit(int i, int want)
             cr_buf_release(&out);
             cr_buf_release(&serr);
         }
-        fail_msg("node %d: %s %d (wanted %d)", i,
+        fflush(stdout); /* before cmocka's error, which goes to stderr */
+        fail_msg("node %d: %s %d (wanted %d); its last error: %s; its last message: %s", i,
                  st == -ETIMEDOUT ? "still running after the wait, status" : "exit status", st,
-                 want);
+                 want, said[0] ? said : "(none)", last[0] ? last : "(none)");
     }
 }
 
