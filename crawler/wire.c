@@ -42,6 +42,7 @@ void wire_db_opts(const crawl_config *c, db_opts *out)
     out->gather_ms = (int)c->storage.commit_interval_ms;
     out->queue_cap = 0;
     out->scratch = 0;
+    out->linked_index = c->dedup.retention_s > 0;
     out->max_stall_ms = (int)(c->storage.max_stall_s > 2000000 ? 2000000000 : c->storage.max_stall_s * 1000);
 }
 

@@ -53,7 +53,7 @@
 
 #define DB_FILE "crawld.db"
 #define LOCK_FILE "crawld.lock"
-#define SCHEMA_VERSION 6
+#define SCHEMA_VERSION DB_SCHEMA_VERSION
 #define APP_ID 0x43724c64 /* "CrLd" in PRAGMA application_id */
 #define BUSY_MS 10000
 #define ERRMSG_MAX 512
@@ -131,7 +131,29 @@ static const char *const migrations[SCHEMA_VERSION] = {
      * new URLs go into a small active run instead of an index that grows
      * with the set; look-ups go through the view seen_fp. */
     NULL,
+    /* 6 -> 7: the bare rows (db_url.bare: `crawld dedup`'s) get a narrow
+     * table of their own, seen (SEEN_SQL); fpruns' triggers follow it.
+     * Seen-only rows already in urls stay there: every look-up reads both
+     * tables. */
+    NULL,
 };
+
+/* A bare row: the URL text and its stamp, nothing else. Ids come from the
+ * same sequence as urls' (the writer's next_id), so an id names one row of
+ * either table. Its fingerprint is not stored twice: the runs hold it, and
+ * the trigger that drops a deleted row's entry computes it from the text
+ * (crawld_urlfp, registered on the writer's connection, the only one that
+ * deletes bare rows). last_linked is 0 (not kept) unless the store is
+ * opened for retention (db_opts.linked_index), which stamps the 0 rows
+ * with the time it starts and indexes the stamps (seen_last_linked).
+ * Measured (dbstat, 1M URLs of the seenscale generator, 58 B of URL text
+ * each): such a row cost 136 B in urls (a 30 columns' header, its host,
+ * two stamps), 83.6 B here with fp and a stamp, and 69.5 B now (the
+ * file: 88.1 B/URL with the fingerprint runs, 0.96x the bound of 1.3x
+ * the text + 16 B). */
+#define SEEN_SQL                                                                           \
+    "CREATE TABLE seen(id INTEGER PRIMARY KEY, url TEXT NOT NULL,"                         \
+    " last_linked INTEGER NOT NULL DEFAULT 0)"
 
 /* Figures over time (`crawld report`): additive tables that every db_open
  * creates when missing, so they need no schema version of their own and an
@@ -148,18 +170,29 @@ enum { OP_INSERT, OP_OUTCOME, OP_STATE, OP_FLUSH, OP_META, OP_SAMPLE, OP_HOST, O
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_INSERT, ST_FIND, ST_GETSTATE,
     ST_OUTCOME, ST_SETSTATE, ST_META, ST_SAMPLE, ST_HOST, ST_HISTORY, ST_DUE, ST_REQUEUE,
-    ST_LINKED, ST_FORGET_PICK, ST_FORGET_DEL, ST_FPADD, ST_COUNT
+    ST_LINKED, ST_FORGET_PICK, ST_FORGET_DEL, ST_FPADD, ST_INSERT_SEEN, ST_MAX_ID,
+    ST_LINKED_SEEN, ST_FORGET_PICK_SEEN, ST_FORGET_DEL_SEEN, ST_COUNT
 };
+
+/* The highest id of either table (0 when both are empty). */
+#define MAX_ID_SQL                                                                         \
+    "SELECT max(coalesce((SELECT max(id) FROM urls), 0), coalesce((SELECT max(id) FROM seen), 0))"
+/* The row with url ?1 and fingerprint ?2 in either table: its id. */
+#define FIND_SQL                                                                           \
+    "SELECT f.id FROM seen_fp f WHERE f.fp = ?2 AND"                                       \
+    " (EXISTS (SELECT 1 FROM seen s WHERE s.id = f.id AND s.url = ?1) OR"                  \
+    " EXISTS (SELECT 1 FROM urls u WHERE u.id = f.id AND u.url = ?1)) LIMIT 1"
 
 static const char *const writer_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_INSERT] = "INSERT INTO urls(url, host, depth, parent, kind,"
-                  " state, discovered_at, hops, fetch_url, last_linked, fp)"
-                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    [ST_FIND] = "SELECT u.id FROM seen_fp f JOIN urls u ON u.id = f.id"
-                " WHERE f.fp = ?2 AND u.url = ?1 LIMIT 1",
+                  " state, discovered_at, hops, fetch_url, last_linked, fp, id)"
+                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    [ST_INSERT_SEEN] = "INSERT INTO seen(id, url, last_linked) VALUES(?1, ?2, ?3)",
+    [ST_MAX_ID] = MAX_ID_SQL,
+    [ST_FIND] = FIND_SQL,
     [ST_GETSTATE] = "SELECT state FROM urls WHERE id = ?1",
     [ST_OUTCOME] = "UPDATE urls SET state = ?2, http_status = ?3, bytes = ?4,"
                    " fetch_ms = ?5, attempts = ?6, fetched_at = ?7, error = ?8,"
@@ -178,12 +211,16 @@ static const char *const writer_sql[ST_COUNT] = {
                " AND (next_at IS NULL OR next_at > ?2)",
     [ST_LINKED] = "UPDATE urls SET last_linked = ?2 WHERE id IN (SELECT id FROM seen_fp"
                   " WHERE fp = ?3) AND url = ?1 AND last_linked < ?2",
+    [ST_LINKED_SEEN] = "UPDATE seen SET last_linked = ?2 WHERE id IN (SELECT id FROM seen_fp"
+                       " WHERE fp = ?3) AND url = ?1 AND last_linked < ?2",
     /* rows nobody linked since the cutoff, unless queued, in flight or due
      * for a re-crawl (next_at reached, ?3 = now in ms) */
     [ST_FORGET_PICK] = "SELECT id, state FROM urls WHERE last_linked < ?1"
                        " AND state NOT IN (0, 1)"
                        " AND NOT (next_at IS NOT NULL AND gone = 0 AND next_at <= ?3) LIMIT ?2",
     [ST_FORGET_DEL] = "DELETE FROM urls WHERE id = ?1",
+    [ST_FORGET_PICK_SEEN] = "SELECT id FROM seen WHERE last_linked < ?1 LIMIT ?2",
+    [ST_FORGET_DEL_SEEN] = "DELETE FROM seen WHERE id = ?1",
     [ST_FPADD] = FPRUNS_ADD_SQL,
 };
 _Static_assert(DB_STATE_QUEUED == 0 && DB_STATE_IN_FLIGHT == 1, "ST_FORGET_PICK's states");
@@ -216,6 +253,7 @@ struct op {
     int64_t linked;     /* INSERT, LINKED: last_linked; FORGET: the cutoff */
     int absent;         /* INSERT: the caller knows the url has no row */
     int keep_linked;    /* INSERT: a row already there is not restamped */
+    int bare;           /* INSERT: a row of the seen table (db_url.bare) */
     int depth;
     int kind;
     int state;
@@ -248,6 +286,9 @@ struct db {
     int64_t max_id;     /* highest committed row id */
     int64_t batch_max;  /* ... including the batch being applied */
     int64_t batch_new;  /* rows the batch being applied inserted */
+    int64_t next_id;    /* the batch's next row id; 0 = read at its first insert */
+    int has_seen;       /* the seen table may have rows (else its look-ups are skipped) */
+    int linked_index;   /* db_opts.linked_index */
     int64_t fp_active;  /* rows in storage/fpruns' active run (about: deletes not seen) */
     int64_t run_rows;   /* db_opts.run_rows */
     int runs_settled;   /* the last upkeep step found nothing due: until a
@@ -297,13 +338,21 @@ enum {
 
 #define ROW_COLS "id, url, host, depth, parent, kind, attempts, fetch_url"
 static const char *const reader_sql[RST_COUNT] = {
-    [RST_EXISTS] = "SELECT u.id FROM seen_fp f JOIN urls u ON u.id = f.id"
-                   " WHERE f.fp = ?2 AND u.url = ?1 LIMIT 1",
-    [RST_MAXID] = "SELECT max(id) FROM urls",
-    [RST_SCAN] = "SELECT id, url FROM urls WHERE id > ?1 ORDER BY id",
-    [RST_STAMPS] = "SELECT DISTINCT last_linked FROM urls WHERE last_linked >= ?1"
-                   " ORDER BY last_linked",
-    [RST_SCAN_LINKED] = "SELECT id, url, last_linked FROM urls WHERE id > ?1 OR last_linked >= ?2",
+    [RST_EXISTS] = FIND_SQL,
+    [RST_MAXID] = MAX_ID_SQL,
+    [RST_SCAN] = "SELECT id, url FROM urls WHERE id > ?1 UNION ALL"
+                 " SELECT id, url FROM seen WHERE id > ?1 ORDER BY 1",
+    /* seen's stamps are read where its index is (db_opts.linked_index):
+     * without it they are left out rather than read by a full scan */
+    [RST_STAMPS] = "SELECT last_linked FROM urls WHERE last_linked >= ?1 UNION"
+                   " SELECT last_linked FROM seen WHERE EXISTS (SELECT 1 FROM sqlite_master"
+                   " WHERE name = 'seen_last_linked') AND last_linked >= ?1 ORDER BY 1",
+    /* with since = INT64_MAX (no retention) the second half of seen's is
+     * a constant false term: only the rows after the mark are read */
+    [RST_SCAN_LINKED] = "SELECT id, url, last_linked FROM urls WHERE id > ?1 OR last_linked >= ?2"
+                        " UNION ALL SELECT id, url, last_linked FROM seen WHERE id > ?1"
+                        " UNION ALL SELECT id, url, last_linked FROM seen WHERE id <= ?1"
+                        " AND ?2 < 9223372036854775807 AND last_linked >= ?2",
     [RST_STALE_QUEUED] = "SELECT id, url, last_linked FROM urls WHERE last_linked < ?1"
                          " AND (state IN (0, 1) OR"
                          " (next_at IS NOT NULL AND gone = 0 AND next_at <= ?2) OR kind = 2 OR"
@@ -500,9 +549,11 @@ static int query_int(sqlite3 *c, const char *sql, int64_t *out)
     return rc;
 }
 
-/* Row counts per state from the state index; seen_only rows are not in it,
- * so they are max(id) minus the rest: ids are 1..N because rows are never
- * deleted and SQLite gives a new row max(id) + 1. OUT: counts */
+/* Row counts per state from the state index; seen_only rows (and the bare
+ * ones in seen) are not in it, so they are max(id) minus the rest: ids are
+ * 1..N, each new row taking max(id) + 1 of both tables, as long as no row
+ * is deleted (retention's forgotten rows are counted after this, by the
+ * caller's deltas, within a run). OUT: counts */
 static int count_states(sqlite3 *c, int64_t counts[DB_STATE_COUNT])
 {
     sqlite3_stmt *s = NULL;
@@ -510,7 +561,7 @@ static int count_states(sqlite3 *c, int64_t counts[DB_STATE_COUNT])
     int rc;
 
     memset(counts, 0, sizeof(int64_t) * DB_STATE_COUNT);
-    rc = query_int(c, "SELECT max(id) FROM urls", &max);
+    rc = query_int(c, MAX_ID_SQL, &max);
     if (rc != SQLITE_OK)
         return rc;
     rc = sqlite3_prepare_v2(c, "SELECT state, count(*) FROM urls WHERE " INDEXED
@@ -598,7 +649,8 @@ static int exec(sqlite3 *c, const char *sql, const char *path, const char *what,
     return 0;
 }
 
-/* crawld_urlfp(url) in SQL: the fingerprint of urlfp.h (for the rebuild). */
+/* crawld_urlfp(url) in SQL: the fingerprint of urlfp.h (for the schema 5
+ * rebuild, and for the bare rows' delete trigger, SEEN_SQL). */
 static void sql_urlfp(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
     const unsigned char *t = sqlite3_value_text(argv[0]);
@@ -739,6 +791,17 @@ static int migrate(sqlite3 *c, int64_t from, const char *path, char *err, size_t
     for (int64_t v = from; v < SCHEMA_VERSION; v++) {
         if (migrations[v] == NULL && v == 4) {
             rc = rebuild_with_fp(c, path, err, errlen);
+        } else if (migrations[v] == NULL && v == 6) {
+            rc = exec(c, SEEN_SQL, path, "creating the seen table", err, errlen);
+            int src = rc < 0 ? SQLITE_OK : fpruns_refresh(c);
+#ifdef CRAWLD_FAULT_HOOKS
+            if (src == SQLITE_OK && getenv("CRAWLD_FAULT_SEEN_TABLE") != NULL)
+                src = SQLITE_FULL;
+#endif
+            if (src != SQLITE_OK) {
+                sql_msg(err, errlen, path, "adding the seen table's triggers", c, src);
+                rc = sql_errno(src);
+            }
         } else if (migrations[v] == NULL) {
             int src = fpruns_install(c);
 #ifdef CRAWLD_FAULT_HOOKS
@@ -803,6 +866,32 @@ static int open_conn(const char *path, int flags, sqlite3 **out, char *err, size
     sqlite3_busy_timeout(c, BUSY_MS);
     *out = c;
     return 0;
+}
+
+/* For retention (db_opts.linked_index): the bare rows stored without a
+ * stamp count as linked now, so that their time runs from here rather than
+ * from 1970, and their stamps are indexed (the first time a full pass and
+ * a sort; after that the index finds the unstamped ones). One transaction:
+ * a failure leaves the file as it was. */
+static int stamp_bare_rows(db *d, char *err, size_t errlen)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; UPDATE seen SET last_linked = %lld"
+             " WHERE last_linked = 0; CREATE INDEX IF NOT EXISTS seen_last_linked"
+             " ON seen(last_linked);", (long long)(cr_wall_ms() / 1000));
+    const char *what = "stamping and indexing the bare rows";
+    int rc = exec(d->conn, sql, d->path, what, err, errlen);
+#ifdef CRAWLD_FAULT_HOOKS
+    if (rc == 0 && getenv("CRAWLD_FAULT_LINKED_INDEX") != NULL) {
+        sql_msg(err, errlen, d->path, what, NULL, SQLITE_FULL);
+        rc = sql_errno(SQLITE_FULL); /* a disk that fills up while the index is written */
+    }
+#endif
+    if (rc == 0)
+        rc = exec(d->conn, "COMMIT", d->path, what, err, errlen);
+    if (rc < 0)
+        sqlite3_exec(d->conn, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
 }
 
 /* ---- open / close ---- */
@@ -944,6 +1033,26 @@ static int setup_schema(db *d, const db_opts *o, char *err, size_t errlen)
         if (rc < 0)
             return rc;
     }
+    int64_t indexed = 0;
+    rc = query_int(d->conn, "SELECT count(*) FROM sqlite_master WHERE name = 'seen_last_linked'",
+                   &indexed);
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, d->path, "reading the schema", d->conn, rc);
+        return sql_errno(rc);
+    }
+    if (o->linked_index) {
+        rc = stamp_bare_rows(d, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+    int64_t any = 0;
+    rc = query_int(d->conn, "SELECT EXISTS (SELECT 1 FROM seen)", &any);
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, d->path, "reading the seen table", d->conn, rc);
+        return sql_errno(rc);
+    }
+    d->has_seen = any != 0;
+    d->linked_index = o->linked_index || indexed; /* an indexed store keeps its stamps */
     return exec(d->conn, figures_sql, d->path, "creating the figures tables", err, errlen);
 }
 
@@ -1008,7 +1117,7 @@ static int recover(db *d, char *err, size_t errlen)
     d->recovered = sqlite3_changes64(d->conn);
     rc = count_states(d->conn, d->counts);
     if (rc == SQLITE_OK)
-        rc = query_int(d->conn, "SELECT max(id) FROM urls", &d->max_id);
+        rc = query_int(d->conn, MAX_ID_SQL, &d->max_id);
     if (rc != SQLITE_OK) {
         sql_msg(err, errlen, d->path, "counting rows", d->conn, rc);
         return sql_errno(rc);
@@ -1098,6 +1207,13 @@ db *db_open(const char *state_dir, const db_opts *o, char *err, size_t errlen)
     rc = fpruns_count(d->conn, &d->fp_active, &d->runs.runs);
     if (rc != SQLITE_OK) {
         sql_msg(err, errlen, d->path, "reading the fingerprint runs", d->conn, rc);
+        goto fail;
+    }
+    /* the bare rows' delete trigger computes their fingerprints (SEEN_SQL) */
+    rc = sqlite3_create_function(d->conn, "crawld_urlfp", 1,
+                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_urlfp, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        sql_msg(err, errlen, d->path, "registering crawld_urlfp", d->conn, rc);
         goto fail;
     }
     for (int i = 0; i < ST_COUNT; i++) {
@@ -1242,7 +1358,7 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     if (u == NULL || u->url == NULL || u->host == NULL || u->depth < 0 || u->parent < 0
         || u->hops < 0
         || u->kind < 0 || u->kind >= DB_KIND_COUNT || u->state < 0
-        || u->state >= DB_STATE_COUNT)
+        || u->state >= DB_STATE_COUNT || (u->bare && u->state != DB_STATE_SEEN_ONLY))
         return -EINVAL;
     ul = u->url_len ? u->url_len : strlen(u->url);
     hl = u->host_len ? u->host_len : strlen(u->host);
@@ -1265,6 +1381,7 @@ static int fill_insert(const db_url *u, struct op *o, int copy)
     o->hops = u->hops;
     o->absent = u->absent;
     o->keep_linked = u->keep_linked;
+    o->bare = u->bare;
     o->url_len = ul;
     o->host_len = hl;
     o->fetch_url_len = fl;
@@ -1766,12 +1883,17 @@ static int step_done(sqlite3_stmt *s)
 /* A row's last_linked moves forward to o->linked (never back). */
 static int apply_linked(db *d, struct op *o)
 {
-    sqlite3_stmt *s = d->st[ST_LINKED];
-    sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, o->linked);
-    sqlite3_bind_int64(s, 3, o->fp);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
+    int rc = SQLITE_DONE;
+    for (int t = 0; t < 2 && rc == SQLITE_DONE; t++) {
+        if (t == 1 && !(d->has_seen && d->linked_index))
+            break; /* bare rows keep no stamp */
+        sqlite3_stmt *s = d->st[t == 0 ? ST_LINKED : ST_LINKED_SEEN];
+        sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 2, o->linked);
+        sqlite3_bind_int64(s, 3, o->fp);
+        rc = sqlite3_step(s);
+        sqlite3_reset(s);
+    }
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
@@ -1794,7 +1916,22 @@ static int apply_forget(db *d, struct op *o)
     sqlite3_reset(pick);
     if (n < o->kind && rc != SQLITE_DONE)
         return rc;
+    int from_urls = n; /* then the bare rows, with what the limit leaves */
+    if (n < o->kind && d->has_seen && d->linked_index) {
+        pick = d->st[ST_FORGET_PICK_SEEN];
+        sqlite3_bind_int64(pick, 1, o->linked);
+        sqlite3_bind_int(pick, 2, o->kind - n);
+        while (n < o->kind && (rc = sqlite3_step(pick)) == SQLITE_ROW) {
+            ids[n] = sqlite3_column_int64(pick, 0);
+            states[n] = DB_STATE_SEEN_ONLY;
+            n++;
+        }
+        sqlite3_reset(pick);
+        if (n < o->kind && rc != SQLITE_DONE)
+            return rc;
+    }
     for (int i = 0; i < n; i++) {
+        del = d->st[i < from_urls ? ST_FORGET_DEL : ST_FORGET_DEL_SEEN];
         sqlite3_bind_int64(del, 1, ids[i]);
         rc = sqlite3_step(del);
         sqlite3_reset(del);
@@ -1832,29 +1969,47 @@ static int apply_insert(db *d, struct op *o)
         if (rc != SQLITE_DONE)
             return rc;
     }
-    s = d->st[ST_INSERT];
-    sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, o->host, (int)o->host_len, SQLITE_STATIC);
-    sqlite3_bind_int(s, 3, o->depth);
-    if (o->parent > 0)
-        sqlite3_bind_int64(s, 4, o->parent);
-    else
-        sqlite3_bind_null(s, 4);
-    sqlite3_bind_int(s, 5, o->kind);
-    sqlite3_bind_int(s, 6, o->state);
-    sqlite3_bind_int64(s, 7, o->discovered_at);
-    sqlite3_bind_int(s, 8, o->hops);
-    if (o->fetch_url != NULL)
-        sqlite3_bind_text(s, 9, o->fetch_url, (int)o->fetch_url_len, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(s, 9);
-    sqlite3_bind_int64(s, 10, o->linked);
-    sqlite3_bind_int64(s, 11, fp);
+    if (d->next_id == 0) { /* the batch's first insert: ids go on from the highest */
+        s = d->st[ST_MAX_ID];
+        rc = sqlite3_step(s);
+        d->next_id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) + 1 : 0;
+        sqlite3_reset(s);
+        if (rc != SQLITE_ROW)
+            return rc == SQLITE_DONE ? SQLITE_CORRUPT : rc;
+    }
+    o->id = d->next_id;
+    if (o->bare) {
+        s = d->st[ST_INSERT_SEEN];
+        sqlite3_bind_int64(s, 1, o->id);
+        sqlite3_bind_text(s, 2, o->url, (int)o->url_len, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 3, d->linked_index ? o->linked : 0);
+    } else {
+        s = d->st[ST_INSERT];
+        sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, o->host, (int)o->host_len, SQLITE_STATIC);
+        sqlite3_bind_int(s, 3, o->depth);
+        if (o->parent > 0)
+            sqlite3_bind_int64(s, 4, o->parent);
+        else
+            sqlite3_bind_null(s, 4);
+        sqlite3_bind_int(s, 5, o->kind);
+        sqlite3_bind_int(s, 6, o->state);
+        sqlite3_bind_int64(s, 7, o->discovered_at);
+        sqlite3_bind_int(s, 8, o->hops);
+        if (o->fetch_url != NULL)
+            sqlite3_bind_text(s, 9, o->fetch_url, (int)o->fetch_url_len, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(s, 9);
+        sqlite3_bind_int64(s, 10, o->linked);
+        sqlite3_bind_int64(s, 11, fp);
+        sqlite3_bind_int64(s, 12, o->id);
+    }
     rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
         return rc;
-    o->id = sqlite3_last_insert_rowid(d->conn);
+    d->next_id++;
+    d->has_seen |= o->bare;
     s = d->st[ST_FPADD]; /* the seen-set's entry, in the active run */
     sqlite3_bind_int64(s, 1, fp);
     sqlite3_bind_int64(s, 2, o->id);
@@ -2033,6 +2188,7 @@ static int apply_batch(db *d, struct op *batch, size_t n, char *text, size_t tex
     memset(d->delta, 0, sizeof d->delta);
     d->batch_max = d->max_id;
     d->batch_new = 0;
+    d->next_id = 0; /* read again: a slot import may have added rows since */
     order_batch(d, batch, n);
     rc = step_done(d->st[ST_BEGIN]);
     for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {

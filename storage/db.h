@@ -1,16 +1,19 @@
 /* storage/db: the crawl's SQLite database, `crawld.db` in state_dir.
  *
  * The `urls` table is both the authoritative URL-seen set and the frontier's
- * durable state (one row per URL with its host, depth, state, fetch outcome).
- * The seen-set is keyed by a 64-bit fingerprint (urls.fp, storage/urlfp.h,
- * indexed); the writer, the only inserter, looks a URL up by fp AND text
+ * durable state (one row per URL with its host, depth, state, fetch outcome);
+ * the narrow `seen` table holds the bare rows (db_url.bare: `crawld dedup`'s,
+ * a URL and nothing to fetch), and the seen-set is both. It is keyed by a
+ * 64-bit fingerprint (storage/urlfp.h, indexed by storage/fpruns); the
+ * writer, the only inserter, looks a URL up by fp AND text in both tables
  * before inserting it, which is the final arbiter of what is new (exact:
- * two URLs sharing a fingerprint are two rows). Schema 2 files (a UNIQUE
- * index on the text) are rebuilt to this at the first db_open.
- * Row ids only grow and rows are never deleted, so "every row with id > mark"
- * is exactly what was added after a Bloom snapshot taken at max id = mark.
- * Rows in state seen_only (what `crawld dedup` stores) are left out of the
- * frontier indexes, so they are the cheapest to insert.
+ * two URLs sharing a fingerprint are two rows). Older files are migrated
+ * at the first db_open (schema 2's UNIQUE text index is rebuilt away).
+ * Row ids only grow, one sequence over both tables, and only retention
+ * deletes rows, so "every row with id > mark" is exactly what was added
+ * after a Bloom snapshot taken at max id = mark.
+ * Rows in state seen_only are left out of the frontier indexes, so they
+ * are the cheapest to insert, and bare ones the smallest to keep.
  *
  * Threads and ownership
  * - db_open() starts ONE writer thread that owns the only write connection.
@@ -93,6 +96,10 @@ const char *db_state_name(int state);
 #define DB_HOST_MAX 1024u  /* bytes of a host; longer is -E2BIG */
 #define DB_TEXT_MAX 1024u  /* error and content_type are truncated to this */
 
+/* The schema this crawld writes (meta schema_version, PRAGMA user_version):
+ * older files are migrated by db_open, newer ones refused. */
+#define DB_SCHEMA_VERSION 7
+
 typedef struct db_opts {
     int cache_mb;   /* writer page cache in MiB; 0 = 64 (1..65536) */
     int batch_size; /* most operations per transaction; 0 = 10000 (1..100000) */
@@ -109,6 +116,9 @@ typedef struct db_opts {
     int scratch;      /* 1: a throw-away database (crawld dedup without
                          --state, removed at exit): nothing is synced
                          (synchronous = OFF), since no run reads it again */
+    int linked_index; /* 1: retention reads the bare rows' stamps: their
+                         index is made at open if missing (else they have
+                         none, and db_forget and the stamp reads pass them by) */
 } db_opts;
 
 typedef struct db_url {
@@ -134,6 +144,13 @@ typedef struct db_url {
     bool keep_linked;      /* a row already there is left as it is (its
                               last_linked too): "insert unless present" and
                               nothing else, as a seen test's look-up is */
+    bool bare;             /* a seen-set entry and nothing more (`crawld
+                              dedup`'s rows): state must be SEEN_ONLY; kept in
+                              the narrow seen table with the url, its
+                              fingerprint and linked_s only (host, kind, depth,
+                              parent, hops and fetch_url are not stored), and
+                              not moved by the db_slot_* calls, which are a
+                              crawl's */
 } db_url;
 
 typedef struct db_outcome {

@@ -60,7 +60,26 @@ static int exec_buf(sqlite3 *c, cr_buf *b, int mem)
     return sqlite3_exec(c, b->data, NULL, NULL, NULL);
 }
 
-/* The view and the triggers for the runs in r (as read_runs orders them). */
+/* *out = 1 if the table exists. */
+static int has_table(sqlite3 *c, const char *name, int *out)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(c, "SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                                   " AND name = ?1", -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+        rc = sqlite3_step(s);
+        *out = rc == SQLITE_ROW;
+        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* The view and the triggers for the runs in r (as read_runs orders them):
+ * a row deleted from urls or from seen (the bare rows, when that table is
+ * there; they keep no fp column, so crawld_urlfp gives it) takes its entry
+ * along; a row of urls whose fp or id changes moves it. */
 static int rewrite(sqlite3 *c, const struct run *r, int n)
 {
     char name[32];
@@ -73,21 +92,31 @@ static int rewrite(sqlite3 *c, const struct run *r, int n)
         mem |= cr_buf_printf(&b, "%sSELECT fp, id FROM %s", i ? " UNION ALL " : "",
                              table_of(&r[i], name));
     mem |= cr_buf_puts(&b, ";");
-    for (int t = 0; t < 2; t++) {
+    int seen = 0;
+    int rc = has_table(c, "seen", &seen);
+    if (rc != SQLITE_OK) {
+        cr_buf_release(&b);
+        return rc;
+    }
+    for (int t = 0; t < 2 + seen; t++) {
         mem |= cr_buf_puts(&b, t == 0 ? " DROP TRIGGER IF EXISTS seen_fp_drop;"
                                         " CREATE TRIGGER seen_fp_drop AFTER DELETE ON urls BEGIN"
-                                      : " DROP TRIGGER IF EXISTS seen_fp_move;"
-                                        " CREATE TRIGGER seen_fp_move AFTER UPDATE OF fp, id"
-                                        " ON urls BEGIN");
+                               : t == 1 ? " DROP TRIGGER IF EXISTS seen_fp_move;"
+                                          " CREATE TRIGGER seen_fp_move AFTER UPDATE OF fp, id"
+                                          " ON urls BEGIN"
+                                        : " DROP TRIGGER IF EXISTS seen_fp_drop_bare;"
+                                          " CREATE TRIGGER seen_fp_drop_bare AFTER DELETE ON seen"
+                                          " BEGIN");
         for (int i = 0; i < n; i++)
-            mem |= cr_buf_printf(&b, " DELETE FROM %s WHERE fp = old.fp AND id = old.id;",
-                                 table_of(&r[i], name));
+            mem |= cr_buf_printf(&b, " DELETE FROM %s WHERE fp = %s AND id = old.id;",
+                                 table_of(&r[i], name),
+                                 t == 2 ? "crawld_urlfp(old.url)" : "old.fp");
         if (t == 1)
             mem |= cr_buf_puts(&b, " INSERT INTO " FPRUNS_ACTIVE_TABLE "(fp, id)"
                                    " VALUES(new.fp, new.id);");
         mem |= cr_buf_puts(&b, " END;");
     }
-    int rc = exec_buf(c, &b, mem);
+    rc = exec_buf(c, &b, mem);
     cr_buf_release(&b);
     return rc;
 }
@@ -120,6 +149,14 @@ static int query_count(sqlite3 *c, const char *table, int64_t *out)
     }
     sqlite3_finalize(s);
     return rc == SQLITE_DONE ? SQLITE_CORRUPT : rc;
+}
+
+int fpruns_refresh(sqlite3 *c)
+{
+    struct run r[MAX_RUNS];
+    int n = 0;
+    int rc = read_runs(c, r, &n);
+    return rc == SQLITE_OK ? rewrite(c, r, n) : rc;
 }
 
 int fpruns_install(sqlite3 *c)

@@ -4,13 +4,15 @@
  * page cache instead of one into an index that grows with the crawl.
  *
  * - Each run is a table fp_N(fp, id) WITHOUT ROWID, keyed by (fp, id):
- *   fp is urls.fp (storage/urlfp), id the urls row.
+ *   fp is the row's fp (storage/urlfp), id its id in urls or in seen
+ *   (one id sequence covers both).
  * - One run is active (tier -1 in fp_runs, table fp_active). Whoever
  *   inserts into urls adds each new row's (fp, id) to it with
  *   FPRUNS_ADD_SQL (storage/db's writer and its slot import do). An
  *   insert trigger did the same at 1.27x schema 5's writer CPU per crawl
  *   row, the explicit statement at 1.05x (bench_db async, 300,000 rows,
- *   medians of 3). Triggers on urls delete and move entries with their rows.
+ *   medians of 3). Triggers on urls (and seen) delete and move entries with
+ *   their rows.
  * - The view seen_fp is the union of all runs, largest first: a look-up
  *   "SELECT ... FROM seen_fp WHERE fp = ?" probes each run's key.
  * - fpruns_maintain, run by the writer between its batches, freezes the
@@ -41,6 +43,13 @@
  * becomes the first frozen run (already in key order), an empty active
  * run, the view and the triggers. SQLite result code. */
 int fpruns_install(sqlite3 *c);
+
+/* The view and the triggers again, for the tables there now (schema 6 ->
+ * 7 adds the seen table, whose deletes the triggers follow), inside the
+ * caller's transaction. A connection that deletes from seen needs the SQL
+ * function crawld_urlfp(url), the fp of urlfp.h (storage/db registers it).
+ * SQLite result code. */
+int fpruns_refresh(sqlite3 *c);
 
 typedef struct fpruns_step {
     int rotated;     /* the active run was frozen */

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "storage/db.h"
 #include "storage/urlfp.h"
 
@@ -164,7 +165,8 @@ static void test_create_and_reopen(void **state)
     assert_true(id > 0);
     assert_int_equal(db_close(d), 0);
 
-    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+    assert_int_equal(raw_int(nested, "SELECT value FROM meta WHERE key='schema_version'"),
+                     DB_SCHEMA_VERSION);
     /* the seen-set is keyed by fingerprint, in runs (storage/fpruns): one
      * active run holds the new row; the URL text has no index */
     assert_int_equal(raw_int(nested, "SELECT count(*) FROM sqlite_master WHERE type='index'"
@@ -197,7 +199,9 @@ static void test_meta_values(void **state)
     assert_string_equal(buf, "{\"pages\": 2}");
     assert_int_equal(db_reader_get_meta(rd, "nothing", buf, sizeof buf), -ENOENT);
     assert_int_equal(db_reader_get_meta(rd, "schema_version", buf, sizeof buf), 0);
-    assert_string_equal(buf, "6");
+    char want[16];
+    snprintf(want, sizeof want, "%d", DB_SCHEMA_VERSION);
+    assert_string_equal(buf, want);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
 }
@@ -227,14 +231,17 @@ static void test_newer_schema_refused(void **state)
     db *d = open_ok(f->state, NULL);
 
     db_close(d);
-    assert_int_equal(raw_exec(f->state, "UPDATE meta SET value = 7 WHERE key = 'schema_version'"),
-                     SQLITE_OK);
+    char sql[96];
+    snprintf(sql, sizeof sql, "UPDATE meta SET value = %d WHERE key = 'schema_version'",
+             DB_SCHEMA_VERSION + 1);
+    assert_int_equal(raw_exec(f->state, sql), SQLITE_OK);
     d = db_open(f->state, NULL, err, sizeof err);
     assert_null(d);
     assert_non_null(strstr(err, "newer crawld"));
     assert_non_null(strstr(err, "crawld.db"));
     /* left untouched */
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 7);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"),
+                     DB_SCHEMA_VERSION + 1);
     assert_null(db_reader_open_dir(f->state, err, sizeof err));
     assert_non_null(strstr(err, "newer crawld"));
 }
@@ -1958,7 +1965,8 @@ static void test_migrate_from_v1(void **state)
     assert_int_equal(hops, 3);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"),
+                     DB_SCHEMA_VERSION);
     /* 3 -> 4: old rows stamped from discovered_at (0 here; /a was linked
      * again above and took that insert's stamp), the index there */
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls WHERE last_linked = 0"), 2);
@@ -2014,7 +2022,8 @@ static void test_migrate_from_v2_keeps_columns(void **state)
     assert_int_equal(hops, 2);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"),
+                     DB_SCHEMA_VERSION);
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 4);
     assert_int_equal(raw_int(f->state, "SELECT linked_at FROM urls WHERE id = 2"), 5);
     assert_int_equal(raw_int(f->state, "SELECT linked_at FROM urls WHERE id = 4"), 77);
@@ -2060,7 +2069,8 @@ static void test_migrate_failure_keeps_v2(void **state)
     assert_int_equal(db_insert_url_wait(d, &u, &rid), 0);
     assert_int_equal(rid, 2);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"),
+                     DB_SCHEMA_VERSION);
 }
 
 static void count_forgotten(void *ud, const db_result *r) { *(int64_t *)ud = r->status; }
@@ -2168,7 +2178,8 @@ static void make_v5(const char *state)
     assert_int_equal(db_close(d), 0);
     assert_int_equal(raw_int(state, "SELECT run FROM fp_runs"), 2); /* a new file's active run */
     assert_int_equal(raw_exec(state,
-        "DROP TRIGGER seen_fp_drop; DROP TRIGGER seen_fp_move;"
+        "DROP TRIGGER seen_fp_drop; DROP TRIGGER seen_fp_move; DROP TRIGGER seen_fp_drop_bare;"
+        "DROP TABLE seen;"
         "DROP VIEW seen_fp; DROP TABLE fp_active; DROP TABLE fp_runs;"
         "CREATE INDEX urls_fp ON urls(fp);"
         "UPDATE meta SET value = 5 WHERE key = 'schema_version'; PRAGMA user_version = 5;"),
@@ -2202,7 +2213,8 @@ static void test_migrate_from_v5_moves_the_index(void **state)
     assert_int_equal(db_reader_exists(rd, "https://five.example/zz", 0, &rid), 0);
     db_reader_free(rd);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"),
+                     DB_SCHEMA_VERSION);
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE name = 'urls_fp'"), 0);
     assert_int_equal(raw_int(f->state, "SELECT rows FROM fp_runs WHERE tier = 0"), 3);
     assert_int_equal(raw_int(f->state, "SELECT count(*) FROM fp_runs"), 2);
@@ -2236,7 +2248,8 @@ static void test_migrate_failure_keeps_v5(void **state)
     assert_int_equal(db_insert_url_wait(d, &u, &rid), 0);
     assert_int_equal(rid, 2);
     assert_int_equal(db_close(d), 0);
-    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"),
+                     DB_SCHEMA_VERSION);
 }
 
 /* Two URLs with one fingerprint are two rows: a fingerprint match is
@@ -2639,6 +2652,214 @@ static void test_stale_rows_of_unchanged_pages_are_kept(void **state)
     assert_int_equal(db_close(d), 0);
 }
 
+/* ---- bare rows (db_url.bare: `crawld dedup`'s), the seen table ---- */
+
+static db_url bare_of(const char *url)
+{
+    db_url u = { .url = url, .host = "", .kind = DB_KIND_SEED, .state = DB_STATE_SEEN_ONLY,
+                 .bare = true };
+    return u;
+}
+
+/* Bare rows go to the narrow seen table, crawl rows to urls, with ids from
+ * one sequence; either table answers the seen test for a URL of the other,
+ * and the counts, the catch-up scan and a reopen see both. */
+static void test_bare_rows_share_the_seen_set(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    const char *names[] = { "https://b.example/crawl1", "https://b.example/bare1",
+                            "https://b.example/bare2", "https://b.example/crawl2" };
+    for (int i = 0; i < 4; i++) {
+        db_url u = i == 0 || i == 3 ? url_of(names[i], "b.example", 0) : bare_of(names[i]);
+        int64_t id = 0;
+        assert_int_equal(db_insert_url_wait(d, &u, &id), 1);
+        assert_int_equal(id, i + 1);
+    }
+    db_url bad = bare_of("https://b.example/queued");
+    bad.state = DB_STATE_QUEUED;
+    assert_int_equal(db_insert_url_wait(d, &bad, NULL), -EINVAL);
+    /* known in the other table: not inserted again, whichever form asks */
+    int64_t id = 0;
+    db_url as_crawl = url_of(names[1], "b.example", 0);
+    assert_int_equal(db_insert_url_wait(d, &as_crawl, &id), 0);
+    assert_int_equal(id, 2);
+    db_url as_bare = bare_of(names[3]);
+    assert_int_equal(db_insert_url_wait(d, &as_bare, &id), 0);
+    assert_int_equal(id, 4);
+    db_url again = bare_of(names[2]);
+    assert_int_equal(db_insert_url_wait(d, &again, &id), 0);
+    assert_int_equal(id, 3);
+    db_stats st;
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_SEEN_ONLY], 2);
+    assert_int_equal(st.rows[DB_STATE_QUEUED], 2);
+    db_reader *rd = db_reader_open(d, NULL, 0);
+    assert_non_null(rd);
+    assert_int_equal(db_reader_exists(rd, names[2], 0, &id), 1);
+    assert_int_equal(id, 3);
+    assert_int_equal(db_reader_exists(rd, "https://b.example/none", 0, &id), 0);
+    assert_int_equal(db_reader_max_id(rd, &id), 0);
+    assert_int_equal(id, 4);
+    scan_log l = { 0 };
+    assert_int_equal(db_reader_scan_after(rd, 1, scan_cb, &l), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(l.ids[i], i + 2);
+        assert_string_equal(l.urls[i], names[i + 1]);
+    }
+    db_reader_free(rd);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM urls"), 2);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM seen"), 2);
+    /* no stamp is kept without retention; the fingerprint lives in the runs */
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM seen WHERE last_linked = 0"), 2);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM seen_fp"), 4);
+    d = open_ok(f->state, NULL);
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_SEEN_ONLY], 2);
+    db_url next = bare_of("https://b.example/bare3");
+    assert_int_equal(db_insert_url_wait(d, &next, &id), 1);
+    assert_int_equal(id, 5);
+    assert_int_equal(db_close(d), 0);
+}
+
+/* Opened for retention, a store stamps its unstamped bare rows with the
+ * time and indexes them; forgetting deletes bare rows with their run
+ * entries (the trigger computes their fingerprints), and a forgotten bare
+ * URL is new again. */
+static void test_bare_rows_under_retention(void **state)
+{
+    fixture *f = *state;
+    db *d = open_ok(f->state, NULL);
+    db_url keep = url_of("https://r.example/queued", "r.example", 0);
+    assert_int_equal(db_insert_url_wait(d, &keep, NULL), 1);
+    db_url b1 = bare_of("https://r.example/b1"), b2 = bare_of("https://r.example/b2");
+    assert_int_equal(db_insert_url_wait(d, &b1, NULL), 1);
+    assert_int_equal(db_insert_url_wait(d, &b2, NULL), 1);
+    assert_int_equal(db_close(d), 0);
+    int64_t before = cr_wall_ms() / 1000;
+    db_opts o = { .linked_index = 1 };
+    d = open_ok(f->state, &o);
+    assert_true(raw_int(f->state, "SELECT min(last_linked) FROM seen") >= before);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master"
+                                       " WHERE name = 'seen_last_linked'"), 1);
+    /* stamps now move forward as for crawl rows */
+    assert_int_equal(db_touch_linked(d, "https://r.example/b2", strlen("https://r.example/b2"),
+                                     before + 100000), 0);
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT last_linked FROM seen WHERE id = 3"),
+                     before + 100000);
+    n_forget_ids = 0;
+    assert_int_equal(db_forget(d, before + 50000, 10, on_forget, NULL), 0);
+    assert_int_equal(db_flush(d), 0);
+    assert_int_equal(n_forget_ids, 1);
+    assert_int_equal(forget_ids[0], 2);
+    db_stats st;
+    db_get_stats(d, &st);
+    assert_int_equal(st.forgotten, 1);
+    assert_int_equal(st.rows[DB_STATE_SEEN_ONLY], 1);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM seen_fp"), 2);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM seen_fp WHERE id = 2"), 0);
+    db_url back = bare_of("https://r.example/b1");
+    int64_t id = 0;
+    assert_int_equal(db_insert_url_wait(d, &back, &id), 1);
+    assert_true(id > 3);
+    assert_true(raw_int(f->state, "SELECT last_linked FROM seen WHERE id = (SELECT max(id)"
+                                  " FROM seen)") >= before);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM pragma_integrity_check"
+                                       " WHERE integrity_check = 'ok'"), 1);
+}
+
+/* A failure while the bare rows are stamped and indexed (a full disk)
+ * fails the open with the reason and leaves them as they were. */
+static void test_bare_stamping_failure_changes_nothing(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    db *d = open_ok(f->state, NULL);
+    db_url b = bare_of("https://s.example/b");
+    assert_int_equal(db_insert_url_wait(d, &b, NULL), 1);
+    assert_int_equal(db_close(d), 0);
+    db_opts o = { .linked_index = 1 };
+    setenv("CRAWLD_FAULT_LINKED_INDEX", "1", 1);
+    d = db_open(f->state, &o, err, sizeof err);
+    unsetenv("CRAWLD_FAULT_LINKED_INDEX");
+    assert_null(d);
+    assert_non_null(strstr(err, "disk is full"));
+    assert_non_null(strstr(err, "stamping and indexing the bare rows"));
+    assert_int_equal(raw_int(f->state, "SELECT last_linked FROM seen"), 0);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master"
+                                       " WHERE name = 'seen_last_linked'"), 0);
+    d = open_ok(f->state, &o);
+    assert_int_equal(db_close(d), 0);
+    assert_true(raw_int(f->state, "SELECT last_linked FROM seen") > 0);
+}
+
+/* A v6 file (no seen table; `crawld dedup`'s rows in urls as seen_only). */
+static void make_v6(const char *state)
+{
+    db *d = open_ok(state, NULL);
+    db_url u = url_of("https://six.example/", "six.example", 0);
+    assert_int_equal(db_insert_url_wait(d, &u, NULL), 1);
+    db_url old = url_of("https://six.example/old-bare", "six.example", 0);
+    old.state = DB_STATE_SEEN_ONLY;
+    assert_int_equal(db_insert_url_wait(d, &old, NULL), 1);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_exec(state, "DROP TRIGGER seen_fp_drop_bare; DROP TABLE seen;"
+        "UPDATE meta SET value = 6 WHERE key = 'schema_version'; PRAGMA user_version = 6;"),
+        SQLITE_OK);
+}
+
+/* 6 -> 7 adds the seen table and its trigger; the seen_only rows already
+ * in urls stay there and are still found; new bare rows go to seen. */
+static void test_migrate_from_v6_adds_the_seen_table(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(mkdir(f->state, 0700), 0);
+    make_v6(f->state);
+    db *d = open_ok(f->state, NULL);
+    int64_t id = 0;
+    db_url old = bare_of("https://six.example/old-bare");
+    assert_int_equal(db_insert_url_wait(d, &old, &id), 0);
+    assert_int_equal(id, 2);
+    db_url n = bare_of("https://six.example/new-bare");
+    assert_int_equal(db_insert_url_wait(d, &n, &id), 1);
+    assert_int_equal(id, 3);
+    db_stats st;
+    db_get_stats(d, &st);
+    assert_int_equal(st.rows[DB_STATE_SEEN_ONLY], 2);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"),
+                     DB_SCHEMA_VERSION);
+    assert_int_equal(raw_int(f->state, "SELECT id FROM seen"), 3);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master"
+                                       " WHERE name = 'seen_fp_drop_bare'"), 1);
+}
+
+/* A failed 6 -> 7 (the disk fills) leaves a v6 file, and says why; the
+ * next open migrates it. */
+static void test_migrate_failure_keeps_v6(void **state)
+{
+    fixture *f = *state;
+    char err[512];
+    assert_int_equal(mkdir(f->state, 0700), 0);
+    make_v6(f->state);
+    setenv("CRAWLD_FAULT_SEEN_TABLE", "1", 1);
+    db *d = db_open(f->state, NULL, err, sizeof err);
+    unsetenv("CRAWLD_FAULT_SEEN_TABLE");
+    assert_null(d);
+    assert_non_null(strstr(err, "disk is full"));
+    assert_non_null(strstr(err, "seen table"));
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"), 6);
+    assert_int_equal(raw_int(f->state, "SELECT count(*) FROM sqlite_master WHERE name = 'seen'"),
+                     0);
+    d = open_ok(f->state, NULL);
+    assert_int_equal(db_close(d), 0);
+    assert_int_equal(raw_int(f->state, "SELECT value FROM meta WHERE key='schema_version'"),
+                     DB_SCHEMA_VERSION);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2695,6 +2916,11 @@ int main(void)
         T(test_last_linked_moves_forward),
         T(test_forget_in_bounded_steps),
         T(test_stale_rows_of_unchanged_pages_are_kept),
+        T(test_bare_rows_share_the_seen_set),
+        T(test_bare_rows_under_retention),
+        T(test_bare_stamping_failure_changes_nothing),
+        T(test_migrate_from_v6_adds_the_seen_table),
+        T(test_migrate_failure_keeps_v6),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
