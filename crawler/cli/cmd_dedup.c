@@ -332,8 +332,6 @@ static int dedup_stream(run *r)
                 fputs("crawld dedup: further rejected lines are counted, not printed\n", stderr);
             continue;
         }
-        size_t hoff = 0, hlen = 0;
-        url_host(out.data, out.len, &hoff, &hlen);
         held *h = &r->h[r->cur];
         if ((h->n == HELD_LINES || h->buf.len >= HELD_MAX) && release_held(r, false) < 0) {
             char msg[256];
@@ -346,8 +344,9 @@ static int dedup_stream(run *r)
         /* no insert of this slot is in flight: its last line was a duplicate */
         h->verdict[h->n] = V_UNKNOWN;
         size_t slot = (size_t)r->cur * HELD_LINES + h->n + 1;
-        verifier_row row = { .u = { .host = out.data + hoff, .host_len = hlen,
-                                    .kind = DB_KIND_SEED, .state = DB_STATE_SEEN_ONLY },
+        /* bare: the URL is the whole row (storage/db's seen table) */
+        verifier_row row = { .u = { .host = "", .kind = DB_KIND_SEED,
+                                    .state = DB_STATE_SEEN_ONLY, .bare = true },
                              .on_new = on_stored, .ud = (void *)(uintptr_t)slot };
         int res = seen_test(r->s, out.data, out.len, true, &row);
         if (res < 0) {
