@@ -13,8 +13,9 @@
  *        lookup  the same on the rows DIR already holds (no inserts)
  * Keys are random over 1000 hosts (the worst case for the B-tree indexes),
  * or with BENCH_DB_CLUSTERED set, in runs of 50 per host (crawl-like).
- * Rows are queued (a crawl's), or seen_only with BENCH_DB_SEEN_ONLY set
- * (what `crawld dedup` stores: no frontier index entries).
+ * Rows are queued (a crawl's), or seen_only with BENCH_DB_SEEN_ONLY set (no
+ * frontier index entries), or bare with BENCH_DB_BARE set (what `crawld
+ * dedup` stores: seen_only rows in the narrow seen table).
  * Prints one line: mode, n, batch, threads, seconds, ops/s, commits, and
  * the size of crawld.db. DIR is created if missing and left in place. */
 #include "common/clock.h"
@@ -35,7 +36,8 @@ static double now_s(void) { return (double)cr_mono_ns() / 1e9; }
 /* A URL-like key for i: 1000 hosts, pseudo-random path (so B-tree inserts
  * land all over the index, as real links do). Returns its length. */
 static int clustered;  /* keys come in runs of 50 per host, as links of a page */
-static int row_state;  /* DB_STATE_QUEUED, or DB_STATE_SEEN_ONLY (the dedup tool's) */
+static int row_state;  /* DB_STATE_QUEUED, or DB_STATE_SEEN_ONLY */
+static bool row_bare;  /* seen_only rows as `crawld dedup` stores them (db_url.bare) */
 static bool absent;    /* async inserts vouched absent, as a Bloom NO does (no look-up) */
 
 static int make_key(char *buf, size_t len, uint64_t i, char *host, size_t hlen)
@@ -118,7 +120,7 @@ static void *sync_worker(void *arg)
     char url[160], host[64];
 
     for (uint64_t i = j->from; i < j->to; i++) {
-        db_url u = { .url = url, .host = host, .state = row_state };
+        db_url u = { .url = url, .host = host, .state = row_state, .bare = row_bare };
         u.url_len = (size_t)make_key(url, sizeof url, i, host, sizeof host);
         if (db_insert_url_wait(j->d, &u, NULL) != j->expect)
             j->bad++;
@@ -133,7 +135,8 @@ static long insert_async(db *d, uint64_t n)
     int rc;
 
     for (uint64_t i = 0; i < n; i++) {
-        db_url u = { .url = url, .host = host, .state = row_state, .absent = absent };
+        db_url u = { .url = url, .host = host, .state = row_state, .absent = absent,
+                     .bare = row_bare };
         u.url_len = (size_t)make_key(url, sizeof url, i, host, sizeof host);
         rc = db_insert_url(d, &u, count_cb, &news);
         if (rc < 0)
@@ -177,7 +180,8 @@ static long run_batches(db *d, uint64_t n, int expect)
         size_t m = n - i < CHUNK ? (size_t)(n - i) : CHUNK;
         int rc;
         for (size_t j = 0; j < m; j++) {
-            u[j] = (db_url){ .url = urls[j], .host = hosts[j], .state = row_state };
+            u[j] = (db_url){ .url = urls[j], .host = hosts[j], .state = row_state,
+                             .bare = row_bare };
             u[j].url_len = (size_t)make_key(urls[j], sizeof urls[j], i + j, hosts[j],
                                             sizeof hosts[j]);
         }
@@ -222,7 +226,9 @@ int main(int argc, char **argv)
     if (argc > 5)
         threads = (int)parse_long(argv[5], "THREADS");
     clustered = getenv("BENCH_DB_CLUSTERED") != NULL && getenv("BENCH_DB_CLUSTERED")[0] != '\0';
-    row_state = getenv("BENCH_DB_SEEN_ONLY") != NULL && getenv("BENCH_DB_SEEN_ONLY")[0] != '\0'
+    row_bare = getenv("BENCH_DB_BARE") != NULL && getenv("BENCH_DB_BARE")[0] != '\0';
+    row_state = row_bare || (getenv("BENCH_DB_SEEN_ONLY") != NULL
+                             && getenv("BENCH_DB_SEEN_ONLY")[0] != '\0')
                     ? DB_STATE_SEEN_ONLY : DB_STATE_QUEUED;
     absent = getenv("BENCH_DB_ABSENT") != NULL && getenv("BENCH_DB_ABSENT")[0] != '\0';
     if (threads < 1 || threads > 64)
@@ -307,7 +313,7 @@ int main(int argc, char **argv)
     printf("%-8s %-9s %-9s n=%-8llu batch=%-5d thr=%d %7.2f s %8.0f ops/s %6.1f us-cpu/op"
            " %6.1f KB-written/op commits=%-7lld db=%.0f MB\n",
            mode, clustered ? "clustered" : "random",
-           db_state_name(row_state), (unsigned long long)n,
+           row_bare ? "bare" : db_state_name(row_state), (unsigned long long)n,
            o.batch_size, threads, t, (double)n / t, (cpu_s() - c0) * 1e6 / (double)n,
            (written_bytes() - w0) / 1024.0 / (double)n, (long long)st.commits,
            stat(path, &sb) == 0 ? (double)sb.st_size / 1048576.0 : 0.0);

@@ -28,10 +28,12 @@ run async "$N" 1000
 run async "$N" 10000
 echo "-- async, other shapes"
 BENCH_DB_SEEN_ONLY=1 run async "$N" 10000
+BENCH_DB_BARE=1 run async "$N" 10000
 BENCH_DB_CLUSTERED=1 run async "$N" 10000
-echo "   vouched absent (a Bloom NO: the insert without its look-up), queued and seen_only"
+echo "   vouched absent (a Bloom NO: the insert without its look-up), queued, seen_only, bare"
 BENCH_DB_ABSENT=1 run async "$N" 10000
 BENCH_DB_ABSENT=1 BENCH_DB_SEEN_ONLY=1 run async "$N" 10000
+BENCH_DB_ABSENT=1 BENCH_DB_BARE=1 run async "$N" 10000
 echo "-- sync: db_insert_url_wait (one per call), db_insert_urls_wait (1000 per call)"
 echo "   new URLs, then existing ones (the Bloom-MAYBE check)"
 run sync "$SMALL" 10000 1
