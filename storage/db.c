@@ -1615,6 +1615,15 @@ static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
         sqlite3_bind_null(s, i);
 }
 
+/* v when it is positive, else NULL (a value not known). */
+static void bind_pos_or_null(sqlite3_stmt *s, int i, int64_t v)
+{
+    if (v > 0)
+        sqlite3_bind_int64(s, i, v);
+    else
+        sqlite3_bind_null(s, i);
+}
+
 static int step_done(sqlite3_stmt *s);
 
 static int apply_history(db *d, struct op *o)
@@ -1636,10 +1645,7 @@ static int apply_history(db *d, struct op *o)
         bind_text_or_null(s, 5, o->fetch_url);
         bind_text_or_null(s, 6, o->error);
         bind_text_or_null(s, 7, o->ctype);
-        if (o->bytes > 0)
-            sqlite3_bind_int64(s, 8, o->bytes);
-        else
-            sqlite3_bind_null(s, 8);
+        bind_pos_or_null(s, 8, o->bytes);
         sqlite3_bind_int(s, 9, o->hops);
         sqlite3_bind_int(s, 10, o->attempts);
         sqlite3_bind_int64(s, 11, o->parent);
@@ -1880,21 +1886,25 @@ static int step_done(sqlite3_stmt *s)
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
-/* A row's last_linked moves forward to o->linked (never back). */
+/* ST_LINKED or ST_LINKED_SEEN for o. SQLite result code. */
+static int step_linked(sqlite3_stmt *s, const struct op *o)
+{
+    sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, o->linked);
+    sqlite3_bind_int64(s, 3, o->fp);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* A row's last_linked moves forward to o->linked (never back); bare rows
+ * keep a stamp only in a store opened for retention. */
 static int apply_linked(db *d, struct op *o)
 {
-    int rc = SQLITE_DONE;
-    for (int t = 0; t < 2 && rc == SQLITE_DONE; t++) {
-        if (t == 1 && !(d->has_seen && d->linked_index))
-            break; /* bare rows keep no stamp */
-        sqlite3_stmt *s = d->st[t == 0 ? ST_LINKED : ST_LINKED_SEEN];
-        sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 2, o->linked);
-        sqlite3_bind_int64(s, 3, o->fp);
-        rc = sqlite3_step(s);
-        sqlite3_reset(s);
-    }
-    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+    int rc = step_linked(d->st[ST_LINKED], o);
+    if (rc == SQLITE_OK && d->has_seen && d->linked_index)
+        rc = step_linked(d->st[ST_LINKED_SEEN], o);
+    return rc;
 }
 
 /* Deletes up to o->kind rows stamped before o->linked; o->status = how
@@ -1988,10 +1998,7 @@ static int apply_insert(db *d, struct op *o)
         sqlite3_bind_text(s, 1, o->url, (int)o->url_len, SQLITE_STATIC);
         sqlite3_bind_text(s, 2, o->host, (int)o->host_len, SQLITE_STATIC);
         sqlite3_bind_int(s, 3, o->depth);
-        if (o->parent > 0)
-            sqlite3_bind_int64(s, 4, o->parent);
-        else
-            sqlite3_bind_null(s, 4);
+        bind_pos_or_null(s, 4, o->parent);
         sqlite3_bind_int(s, 5, o->kind);
         sqlite3_bind_int(s, 6, o->state);
         sqlite3_bind_int64(s, 7, o->discovered_at);
@@ -2050,22 +2057,13 @@ static int apply_update(db *d, struct op *o)
         s = d->st[ST_OUTCOME];
         sqlite3_bind_int64(s, 1, o->id);
         sqlite3_bind_int(s, 2, o->state);
-        if (o->http_status > 0)
-            sqlite3_bind_int(s, 3, o->http_status);
-        else
-            sqlite3_bind_null(s, 3);
+        bind_pos_or_null(s, 3, o->http_status);
         sqlite3_bind_int64(s, 4, o->bytes);
         sqlite3_bind_int64(s, 5, o->fetch_ms);
         sqlite3_bind_int(s, 6, o->attempts);
         sqlite3_bind_int64(s, 7, o->fetched_at);
-        if (o->error != NULL)
-            sqlite3_bind_text(s, 8, o->error, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(s, 8);
-        if (o->ctype != NULL)
-            sqlite3_bind_text(s, 9, o->ctype, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(s, 9);
+        bind_text_or_null(s, 8, o->error);
+        bind_text_or_null(s, 9, o->ctype);
     }
     rc = step_done(s);
     if (rc != SQLITE_OK)

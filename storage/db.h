@@ -146,8 +146,8 @@ typedef struct db_url {
                               nothing else, as a seen test's look-up is */
     bool bare;             /* a seen-set entry and nothing more (`crawld
                               dedup`'s rows): state must be SEEN_ONLY; kept in
-                              the narrow seen table with the url, its
-                              fingerprint and linked_s only (host, kind, depth,
+                              the narrow seen table with the url and linked_s
+                              only (its fingerprint in the runs; host, kind, depth,
                               parent, hops and fetch_url are not stored), and
                               not moved by the db_slot_* calls, which are a
                               crawl's */

@@ -98,23 +98,20 @@ static int rewrite(sqlite3 *c, const struct run *r, int n)
         cr_buf_release(&b);
         return rc;
     }
+    /* each trigger: its name, its event, the old row's fp, what it adds */
+    static const struct { const char *name, *on, *old_fp, *then; } trig[] = {
+        { "seen_fp_drop", "AFTER DELETE ON urls", "old.fp", "" },
+        { "seen_fp_move", "AFTER UPDATE OF fp, id ON urls", "old.fp",
+          " INSERT INTO " FPRUNS_ACTIVE_TABLE "(fp, id) VALUES(new.fp, new.id);" },
+        { "seen_fp_drop_bare", "AFTER DELETE ON seen", "crawld_urlfp(old.url)", "" },
+    };
     for (int t = 0; t < 2 + seen; t++) {
-        mem |= cr_buf_puts(&b, t == 0 ? " DROP TRIGGER IF EXISTS seen_fp_drop;"
-                                        " CREATE TRIGGER seen_fp_drop AFTER DELETE ON urls BEGIN"
-                               : t == 1 ? " DROP TRIGGER IF EXISTS seen_fp_move;"
-                                          " CREATE TRIGGER seen_fp_move AFTER UPDATE OF fp, id"
-                                          " ON urls BEGIN"
-                                        : " DROP TRIGGER IF EXISTS seen_fp_drop_bare;"
-                                          " CREATE TRIGGER seen_fp_drop_bare AFTER DELETE ON seen"
-                                          " BEGIN");
+        mem |= cr_buf_printf(&b, " DROP TRIGGER IF EXISTS %s; CREATE TRIGGER %s %s BEGIN",
+                             trig[t].name, trig[t].name, trig[t].on);
         for (int i = 0; i < n; i++)
             mem |= cr_buf_printf(&b, " DELETE FROM %s WHERE fp = %s AND id = old.id;",
-                                 table_of(&r[i], name),
-                                 t == 2 ? "crawld_urlfp(old.url)" : "old.fp");
-        if (t == 1)
-            mem |= cr_buf_puts(&b, " INSERT INTO " FPRUNS_ACTIVE_TABLE "(fp, id)"
-                                   " VALUES(new.fp, new.id);");
-        mem |= cr_buf_puts(&b, " END;");
+                                 table_of(&r[i], name), trig[t].old_fp);
+        mem |= cr_buf_printf(&b, "%s END;", trig[t].then);
     }
     rc = exec_buf(c, &b, mem);
     cr_buf_release(&b);
