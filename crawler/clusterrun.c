@@ -229,47 +229,64 @@ static int load(void *arg, uint32_t slot, const char *ckpt)
     return 0;
 }
 
-/* The fetches a node started, from its dispatch log (read, not reset). */
+/* The fetches a node started, from its dispatch log (read, not reset):
+ * every entry (robots.txt fetches too), and the rows' ids and attempts. */
 typedef struct started {
+    dispatchlog_entry *e;
     int64_t *ids;
     int *attempts;
-    size_t n, cap;
+    size_t ne, n, cap;
+    bool short_of_memory;
 } started;
 
-static int note_started(void *ud, int64_t id, int attempt)
+static int note_started(void *ud, const dispatchlog_entry *e)
 {
     started *st = ud;
-    if (st->n == st->cap) {
+    if (st->ne == st->cap) {
         size_t cap = st->cap ? st->cap * 2 : 256;
-        int64_t *ids = cr_realloc(st->ids, cap * sizeof *ids);
+        dispatchlog_entry *v = cr_realloc(st->e, cap * sizeof *v);
+        if (v != NULL)
+            st->e = v;
+        int64_t *ids = v != NULL ? cr_realloc(st->ids, cap * sizeof *ids) : NULL;
         if (ids != NULL)
             st->ids = ids;
         int *at = ids != NULL ? cr_realloc(st->attempts, cap * sizeof *at) : NULL;
-        if (at == NULL)
+        if (at == NULL) {
+            st->short_of_memory = true;
             return 1;
+        }
         st->attempts = at;
         st->cap = cap;
     }
-    st->ids[st->n] = id;
-    st->attempts[st->n++] = attempt;
+    st->e[st->ne++] = *e;
+    if (e->id > 0) { /* a row, not a robots.txt fetch */
+        st->ids[st->n] = e->id;
+        st->attempts[st->n++] = e->attempt;
+    }
     return 0;
 }
 
-/* How many rows of the checkpoint ckpt store_dir's node requested without
- * their outcome committed; -1 when its dispatch log cannot be read. */
-static int64_t lost_in(const char *store_dir, const char *ckpt)
+/* After a rescue from store_dir's node: how many rows of the checkpoint
+ * ckpt it requested without their outcome committed (-1 when its dispatch
+ * log cannot be read), and its requests hold their hosts here (*held:
+ * 0, or -ENOMEM when they could not). */
+static int64_t lost_in(clusterrun *r, const char *store_dir, const char *ckpt, int *held)
 {
     char err[512];
     int clean = 0;
     int64_t lost = -1;
+    *held = 0;
     dispatchlog *l = dispatchlog_open(store_dir, &clean, err, sizeof err);
     if (l == NULL)
         return -1;
     started st = { 0 };
     dispatchlog_scan(l, note_started, &st);
     dispatchlog_close(l, 0); /* only unmapped: what it says stays */
-    if (db_slot_lost(ckpt, st.ids, st.attempts, st.n, &lost, err, sizeof err) < 0)
+    if (st.short_of_memory ||
+        db_slot_lost(ckpt, st.ids, st.attempts, st.n, &lost, err, sizeof err) < 0)
         lost = -1;
+    *held = st.short_of_memory ? -ENOMEM : crawl_hold_started(r->c, st.e, st.ne);
+    cr_free(st.e);
     cr_free(st.ids);
     cr_free(st.attempts);
     return lost;
@@ -292,7 +309,8 @@ static int rescue(void *arg, uint32_t slot, const char *from, const char *store_
     if (rc == 0)
         rc = db_slot_export_store(store_dir, ckpt, r->cfg->cluster.crawl_id, pick_host, &p, &rows,
                                   err, sizeof err);
-    int64_t lost = rc == 0 ? lost_in(store_dir, ckpt) : -1;
+    int held = 0;
+    int64_t lost = rc == 0 ? lost_in(r, store_dir, ckpt, &held) : -1;
     if (rc == 0) {
         rc = crawl_slot_import(r->c, ckpt, pick_host, &p, &added, err, sizeof err);
         unlink(ckpt);
@@ -320,6 +338,9 @@ static int rescue(void *arg, uint32_t slot, const char *from, const char *store_
     else
         fprintf(r->log, "crawld: cluster: slot %u: the dispatch log of %s could not be read:"
                         " how many of its URLs are fetched again is not known\n", slot, from);
+    if (held < 0)
+        fprintf(r->log, "crawld: cluster: slot %u: out of memory: the hosts %s asked last are"
+                        " not held back by its requests\n", slot, from);
     return 0;
 }
 

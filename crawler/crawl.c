@@ -156,6 +156,8 @@ struct crawl {
     bool done;
     int64_t recovered;          /* URLs the last run requested, outcome not stored */
     dispatchlog *dl;
+    frontier_hold_entry *holds; /* from the dispatch log until the frontier takes them */
+    size_t nholds;
 
     atomic_uint_fast64_t nudges;  /* bumped by every nudge (see nudge) */
     atomic_bool sleeping;         /* the scheduler is (about to be) waiting */
@@ -1029,7 +1031,9 @@ static int dispatch(crawl *c, int64_t *wake)
     }
     j->c = c;
     j->fj = fj;
-    dispatchlog_note(c->dl, fj.id, fj.attempt); /* before the request can leave */
+    dispatchlog_entry de = { .id = fj.id, .attempt = fj.attempt, .host_key = fj.host_key,
+                             .started_ms = cr_wall_ms(), .spacing_ms = fj.spacing_ms };
+    dispatchlog_note(c->dl, &de); /* before the request can leave */
     j->url = cr_strdup(fj.url);
     j->url_len = j->url ? strlen(j->url) : 0;
     /* a redirect target's hops are stored with its row, so max_redirects
@@ -1112,18 +1116,76 @@ static int open_seen(crawl *c, char *err, size_t errlen)
     return c->s ? 0 : -1;
 }
 
+/* Politeness across runs: the hosts an earlier run asked (its dispatch
+ * log), and how long from now (wall clock) each must wait. */
+typedef struct holdset {
+    int64_t now_wall, timeout_ms, delay_ms;
+    frontier_hold_entry *v;
+    size_t n, cap;
+    int64_t longest;
+} holdset;
+
+/* How long after a request started at most its answer ends: the fetch's
+ * timeout, and slack for its wait between the log and libcurl. */
+#define HOLD_SLACK_MS 5000
+
+static holdset holdset_for(const crawl *c)
+{
+    return (holdset){ .now_wall = cr_wall_ms(), .timeout_ms = c->cfg->fetch.timeout_ms,
+                      .delay_ms = c->cfg->politeness.delay_ms };
+}
+
+/* A start an earlier run logged (robots.txt fetches too): its host waits
+ * as if the answer ended at the latest it can have (now, or the timeout
+ * after the start, whichever is sooner), then the spacing the host had. */
+static void holdset_add(holdset *hs, const dispatchlog_entry *e)
+{
+    if (e->host_key == 0 || e->started_ms <= 0)
+        return; /* unknown (a log of the first layout) */
+    int64_t end = e->started_ms + hs->timeout_ms + HOLD_SLACK_MS;
+    if (end > hs->now_wall)
+        end = hs->now_wall;
+    int64_t wait = end + (e->spacing_ms >= 0 ? e->spacing_ms : hs->delay_ms) - hs->now_wall;
+    if (wait <= 0)
+        return;
+    if (hs->n == hs->cap) {
+        size_t cap = hs->cap ? hs->cap * 2 : 256;
+        frontier_hold_entry *v = cr_realloc(hs->v, cap * sizeof *v);
+        if (v == NULL)
+            return; /* out of memory: this host is not held */
+        hs->v = v;
+        hs->cap = cap;
+    }
+    hs->v[hs->n++] = (frontier_hold_entry){ e->host_key, wait };
+    if (wait > hs->longest)
+        hs->longest = wait;
+}
+
+int crawl_hold_started(crawl *c, const dispatchlog_entry *v, size_t n)
+{
+    holdset hs = holdset_for(c);
+    for (size_t i = 0; i < n; i++)
+        holdset_add(&hs, &v[i]);
+    int rc = hs.n > 0 ? frontier_hold(c->fr, hs.v, hs.n, mono_ms()) : 0;
+    cr_free(hs.v);
+    return rc;
+}
+
 typedef struct refetch {
     db_reader *rd;
     int64_t *ids;
     size_t n, cap;
+    holdset holds;
 } refetch;
 
 /* A start the last run logged: kept when its outcome was never stored. */
-static int lost_outcome(void *ud, int64_t id, int attempt)
+static int lost_outcome(void *ud, const dispatchlog_entry *e)
 {
     refetch *r = ud;
-    int state = 0, attempts = 0;
-    if (db_reader_row(r->rd, id, &state, &attempts, NULL) < 0)
+    int64_t id = e->id;
+    int attempt = e->attempt, state = 0, attempts = 0;
+    holdset_add(&r->holds, e);
+    if (id <= 0 || db_reader_row(r->rd, id, &state, &attempts, NULL) < 0)
         return 0;
     if ((state != DB_STATE_QUEUED && state != DB_STATE_IN_FLIGHT) || attempts >= attempt)
         return 0;
@@ -1153,11 +1215,16 @@ static int open_dispatch_log(crawl *c, char *err, size_t errlen)
     c->dl = dispatchlog_open(c->cfg->storage.state_dir, &clean, err, errlen);
     if (c->dl == NULL)
         return -1;
-    refetch r = { .rd = db_reader_open(c->d, err, errlen) };
+    refetch r = { .rd = db_reader_open(c->d, err, errlen), .holds = holdset_for(c) };
     if (r.rd == NULL)
         return -1;
     dispatchlog_scan(c->dl, lost_outcome, &r);
     db_reader_free(r.rd);
+    c->holds = r.holds.v;
+    c->nholds = r.holds.n;
+    if (r.holds.n > 0 && c->log)
+        fprintf(c->log, "crawld: politeness: the last run's requests hold their hosts up to %.1f s"
+                        " before the next one\n", (double)r.holds.longest / 1000.0);
     size_t unique = 0;
     if (r.n > 0) {
         qsort(r.ids, r.n, sizeof *r.ids, cmp_id);
@@ -1224,6 +1291,13 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     c->fr = frontier_new(&fo, c->d, err, errlen);
     if (c->fr == NULL)
         goto fail;
+    if (frontier_hold(c->fr, c->holds, c->nholds, mono_ms()) < 0) {
+        snprintf(err, errlen, "frontier: out of memory");
+        goto fail;
+    }
+    cr_free(c->holds);
+    c->holds = NULL;
+    c->nholds = 0;
     c->run_start_ms = cr_wall_ms();
     c->rc = recrawl_new(c->d, cfg, err, errlen);
     if (c->rc == NULL)
@@ -2138,6 +2212,7 @@ int crawl_close(crawl *c)
     /* clean: every outcome of a noted fetch is committed (or its row is
      * still queued, which the next run's scan finds anyway) */
     dispatchlog_close(c->dl, c->d != NULL && db_rc == 0);
+    cr_free(c->holds);
     url_canon_free(c->uc);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);

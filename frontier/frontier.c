@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -98,6 +99,9 @@ struct frontier {
     frontier_gate_fn gate;   /* NULL: every host may be asked */
     void *gate_arg;
     int64_t gate_retry_ms;
+    struct hold *holds;      /* frontier_hold's, by key */
+    size_t nholds;
+    int64_t holds_end;       /* the last of them ends then */
 };
 
 /* A slot at the tail of the write FIFO (under f->lock), zeroed; NULL when
@@ -239,6 +243,39 @@ static int hosts_grow(frontier *f)
     return 0;
 }
 
+/* A host key held until a time on now_ms's clock (frontier_hold). */
+struct hold {
+    uint64_t key;
+    int64_t until;
+};
+
+static int cmp_hold(const void *a, const void *b)
+{
+    uint64_t x = ((const struct hold *)a)->key, y = ((const struct hold *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* Once every hold has passed, they go. */
+static void holds_expire(frontier *f)
+{
+    if (f->nholds > 0 && f->now > f->holds_end) {
+        cr_free(f->holds);
+        f->holds = NULL;
+        f->nholds = 0;
+    }
+}
+
+/* The time a host of this key may be asked first (frontier_hold), or 0. */
+static int64_t hold_for(frontier *f, uint64_t key)
+{
+    holds_expire(f);
+    if (f->nholds == 0)
+        return 0;
+    struct hold k = { .key = key };
+    const struct hold *e = bsearch(&k, f->holds, f->nholds, sizeof k, cmp_hold);
+    return e != NULL ? e->until : 0;
+}
+
 static fhost *host_get(frontier *f, const char *name)
 {
     fhost *h = host_find(f, name);
@@ -259,7 +296,9 @@ static fhost *host_get(frontier *f, const char *name)
     h->seq = f->host_seq++;
     h->last_ms = -1;
     h->crawl_delay = -1;
-    size_t j = hash_str(name) & (f->nhb - 1);
+    uint64_t key = hash_str(name);
+    h->next_ok = hold_for(f, key);
+    size_t j = key & (f->nhb - 1);
     h->hnext = f->hb[j];
     f->hb[j] = h;
     f->st.hosts++;
@@ -713,6 +752,7 @@ void frontier_free(frontier *f)
         }
     }
     cr_free(f->hb);
+    cr_free(f->holds);
     for (int i = 0; i < HEAP_COUNT; i++)
         cr_free(f->heap[i].v);
     idset_release(&f->known);
@@ -903,12 +943,14 @@ static void count_page(frontier *f, fhost *h)
     }
 }
 
-static void start_request(frontier *f, fhost *h, int64_t now)
+static void start_request(frontier *f, fhost *h, int64_t now, frontier_job *job)
 {
     h->in_flight++;
     f->in_flight++;
     h->last_start = now;
-    h->next_ok = now + host_spacing(f, h);
+    job->spacing_ms = host_spacing(f, h);
+    job->host_key = hash_str(h->name);
+    h->next_ok = now + job->spacing_ms;
     h->waiting = false;
 }
 
@@ -933,7 +975,7 @@ static int robots_job(frontier *f, fhost *h, int64_t now, frontier_job *job)
     h->robots_fetching = true;
     f->robots_in_flight++;
     f->st.robots_jobs++;
-    start_request(f, h, now);
+    start_request(f, h, now, job);
     host_touch(f, h);
     return FRONTIER_JOB;
 }
@@ -1066,7 +1108,7 @@ again:
         job->started_ms = now;
         h->jobs++;
         f->st.jobs++;
-        start_request(f, h, now);
+        start_request(f, h, now, job);
         if (!was_retry)
             count_page(f, h);
         (void)op_add(f, e.id, DB_STATE_IN_FLIGHT);
@@ -1577,6 +1619,63 @@ int frontier_host_state_set(frontier *f, const char *host, const frontier_host_s
     cr_free(text);
     cr_free(old_text);
     return rc;
+}
+
+uint64_t frontier_host_key(const char *host)
+{
+    return hash_str(host);
+}
+
+int frontier_hold(frontier *f, const frontier_hold_entry *v, size_t n, int64_t now)
+{
+    pthread_mutex_lock(&f->lock);
+    if (now < f->now)
+        now = f->now;
+    holds_expire(f);
+    struct hold *c = n + f->nholds > 0 ? cr_malloc((n + f->nholds) * sizeof *c) : NULL;
+    if (n + f->nholds > 0 && c == NULL) {
+        pthread_mutex_unlock(&f->lock);
+        return -ENOMEM;
+    }
+    size_t k = f->nholds;
+    if (k > 0)
+        memcpy(c, f->holds, k * sizeof *c);
+    int64_t end = f->nholds > 0 ? f->holds_end : 0;
+    for (size_t i = 0; i < n; i++) { /* spans from now, made times */
+        if (v[i].wait_ms <= 0)
+            continue;
+        c[k] = (struct hold){ v[i].host_key, now + v[i].wait_ms };
+        if (c[k].until > end)
+            end = c[k].until;
+        k++;
+    }
+    qsort(c, k, sizeof *c, cmp_hold);
+    size_t m = 0; /* one per key: the longest */
+    for (size_t i = 0; i < k; i++) {
+        if (m > 0 && c[m - 1].key == c[i].key) {
+            if (c[i].until > c[m - 1].until)
+                c[m - 1].until = c[i].until;
+        } else {
+            c[m++] = c[i];
+        }
+    }
+    cr_free(f->holds);
+    f->holds = m > 0 ? c : NULL;
+    f->nholds = m;
+    f->holds_end = end;
+    if (m == 0)
+        cr_free(c);
+    for (size_t i = 0; i < f->nhb && m > 0; i++) { /* the hosts known already */
+        for (fhost *h = f->hb[i]; h != NULL; h = h->hnext) {
+            int64_t until = hold_for(f, hash_str(h->name));
+            if (until > h->next_ok) {
+                h->next_ok = until;
+                host_touch(f, h);
+            }
+        }
+    }
+    pthread_mutex_unlock(&f->lock);
+    return 0;
 }
 
 void frontier_host_state_free(frontier_host_state *st)

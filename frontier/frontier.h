@@ -162,6 +162,8 @@ typedef struct frontier_job {
     int attempt;        /* 1 for the first try */
     bool is_robots;
     int64_t started_ms; /* the now_ms it was handed out at */
+    int64_t spacing_ms; /* the host's spacing between requests then */
+    uint64_t host_key;  /* frontier_host_key(host) */
 } frontier_job;
 
 enum frontier_next_result {
@@ -285,6 +287,21 @@ int frontier_host_state_get(frontier *f, const char *host, int64_t now_ms,
 int frontier_host_state_set(frontier *f, const char *host, const frontier_host_state *st,
                             int64_t now_ms);
 void frontier_host_state_free(frontier_host_state *st);
+
+/* Politeness across runs: the requests of an earlier run (crawler/crawl
+ * reads them from storage/dispatchlog) hold their hosts. A host is named
+ * by its key (a 64-bit hash of its name: another host of the same key is
+ * held too, which is only slower). frontier_hold: each v[i].wait_ms is a
+ * span from now_ms (<= 0: none) during which no request, robots.txt
+ * included, starts to that host; for hosts known now and for those made
+ * later. Adds to the holds given before (for a key, the longest counts).
+ * 0 or -ENOMEM (nothing held). */
+typedef struct frontier_hold_entry {
+    uint64_t host_key;
+    int64_t wait_ms;
+} frontier_hold_entry;
+uint64_t frontier_host_key(const char *host);
+int frontier_hold(frontier *f, const frontier_hold_entry *v, size_t n, int64_t now_ms);
 
 typedef struct frontier_stats {
     int64_t mem_entries;      /* URLs held in memory (queues and retries) */

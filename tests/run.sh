@@ -27,8 +27,10 @@ for t in "$B"/tests/test_* "$B"/tests/replay_*; do
 done
 run_one() {
     n=$(basename "$1")
+    t0=$(date +%s)
     "$1" >"$logs/$n.log" 2>&1
     echo $? >"$logs/$n.rc"
+    echo $(($(date +%s) - t0)) >"$logs/$n.s"
 }
 cluster=""
 long=""
@@ -54,7 +56,7 @@ fi
 for t in $all; do
     n=$(basename "$t")
     log="$logs/$n.log"
-    echo "== $n"
+    echo "== $n ($(cat "$logs/$n.s" 2>/dev/null || echo '?') s)"
     cat "$log"
     rc=$(cat "$logs/$n.rc" 2>/dev/null || echo 1)
     p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)

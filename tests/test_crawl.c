@@ -688,6 +688,63 @@ static void politeness_spacing_is_kept(void **state)
     cr_buf_release(&err);
 }
 
+/* Politeness across restarts: a run killed (SIGKILL) or stopped (SIGTERM)
+ * right after its requests, and started again at once, asks no host
+ * sooner than the delay after the last run's last request to it (the
+ * dispatch log holds the hosts; robots.txt, the first request of a new
+ * run, waits too). Every pair of successive requests to a host, across
+ * the restarts, is at least the delay apart. */
+static void politeness_holds_across_restarts(void **state)
+{
+    (void)state;
+    const int delay = 700;
+    cfgopts o = { .delay_ms = delay, .scope = "any" };
+    const char *cfg = write_config("polite-restart", state_dir("polite-restart"), &o);
+    const char *errfile = crawlrun_path("polite-restart", ".err");
+    size_t from = log_lines();
+    const int sigs[] = { SIGKILL, SIGTERM, SIGKILL };
+    for (int k = 0; k < 3; k++) {
+        size_t now = log_lines();
+        pid_t pid = spawn_crawl(cfg, errfile);
+        wait_requests(now, 6);
+        kill(pid, sigs[k]);
+        int st = crawlrun_wait_exit(pid);
+        if (st != (sigs[k] == SIGKILL ? 128 + SIGKILL : 0))
+            fail_msg("run %d ended with %d after signal %d: %s", k + 1, st, sigs[k],
+                     crawlrun_slurp(errfile));
+    }
+    pid_t pid = spawn_crawl(cfg, errfile); /* the last one, at once too */
+    size_t now = log_lines();
+    wait_requests(now, 4);
+    kill(pid, SIGTERM);
+    assert_int_equal(crawlrun_wait_exit(pid), 0);
+    const char *said = crawlrun_slurp(errfile);
+    assert_non_null(strstr(said, "the last run's requests hold their hosts"));
+
+    testsite_req *v;
+    size_t total;
+    assert_int_equal(testsite_log_read(&site, &v, &total), 0);
+    size_t checked = 0;
+    long long closest = -1;
+    for (size_t i = from; i < total; i++)
+        for (size_t j = i + 1; j < total; j++) {
+            if (strcmp(v[i].host, v[j].host) != 0)
+                continue;
+            long long gap = v[j].ms - v[i].ms;
+            if (gap < delay)
+                fail_msg("%s: %s then %s only %lld ms apart (delay %d ms)", v[i].host,
+                         v[i].target, v[j].target, gap, delay);
+            if (closest < 0 || gap < closest)
+                closest = gap;
+            checked++;
+            break;
+        }
+    print_message("politeness across restarts: %zu successive pairs, the closest %lld ms apart"
+                  " (delay %d ms)\n", checked, closest, delay);
+    assert_true(checked > 15);
+    testsite_log_free(v, total);
+}
+
 /* ---- the control API --------------------------------------------------- */
 
 typedef struct http {
@@ -902,10 +959,14 @@ int main(void)
         cmocka_unit_test(sigterm_stops_cleanly_and_resume_completes),
         cmocka_unit_test(sigkill_at_random_points_loses_nothing),
         cmocka_unit_test(politeness_spacing_is_kept),
+        cmocka_unit_test(politeness_holds_across_restarts),
         cmocka_unit_test(control_api_endpoints),
         cmocka_unit_test(control_api_token),
         cmocka_unit_test(non_loopback_api_needs_a_token),
     };
+    const char *only = getenv("CRAWLD_TEST_ONLY"); /* e.g. "*restart*" */
+    if (only != NULL)
+        cmocka_set_test_filter(only);
     int rc = cmocka_run_group_tests_name("crawl", tests, group_setup, group_teardown);
     curl_global_cleanup();
     return rc;

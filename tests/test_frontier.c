@@ -1793,6 +1793,94 @@ static void host_state_set_out_of_memory(void **state)
     env_close(e);
 }
 
+/* Holds from an earlier run (frontier_hold): a held host known now and
+ * one made later wait (robots.txt first), an unheld one does not; the
+ * longest hold of a key wins; a hold that passed is nothing; a job says
+ * its host's key and spacing, which is what the daemon logs for the next
+ * run; out of memory holds nothing and says so. */
+static void holds_from_an_earlier_run(void **state)
+{
+    (void)state;
+    frontier_opts o;
+    frontier_job j;
+    int64_t wake;
+    fast_opts(&o);
+    o.obey_robots = true;
+    o.delay_ms = 250;
+    env *e = env_open(&o);
+    addf(e, 0, "http://known.test/");
+    frontier_hold_entry v[] = {
+        { frontier_host_key("known.test"), 300 },
+        { frontier_host_key("later.test"), 200 },
+        { frontier_host_key("later.test"), 900 }, /* the longest counts */
+        { frontier_host_key("passed.test"), 0 },
+        { frontier_host_key("passed2.test"), -5 },
+    };
+    cr_alloc_fail_after(1);
+    assert_int_equal(frontier_hold(e->f, v, 5, 1000), -ENOMEM);
+    cr_alloc_fail_after(0);
+    next_job(e, 1000, &j); /* nothing held */
+    assert_true(j.is_robots);
+    assert_string_equal(j.host, "known.test");
+    robots_answer(e, &j, 404, NULL, 1000);
+    env_close(e);
+
+    e = env_open(&o);
+    addf(e, 0, "http://known.test/");
+    assert_int_equal(frontier_hold(e->f, v, 5, 1000), 0);
+    addf(e, 0, "http://later.test/");
+    addf(e, 0, "http://passed.test/");
+    addf(e, 0, "http://other.test/");
+    /* at 1000 only the unheld hosts' robots.txt go */
+    int got = 0;
+    for (int k = 0; k < 2; k++) {
+        next_job(e, 1000, &j);
+        assert_true(j.is_robots);
+        assert_true(strcmp(j.host, "passed.test") == 0 || strcmp(j.host, "other.test") == 0);
+        assert_int_equal(j.host_key, frontier_host_key(j.host));
+        assert_int_equal(j.spacing_ms, 250);
+        robots_answer(e, &j, 404, NULL, 1001);
+        got++;
+    }
+    assert_int_equal(got, 2);
+    assert_int_equal(next_rc(e, 1001, &wake), FRONTIER_WAIT);
+    assert_true(wake > 1001 && wake <= 1251); /* the two unheld hosts' spacing */
+    /* passed.test and other.test's pages, then known.test at 1300, later.test at 1900 */
+    for (int k = 0; k < 2; k++) {
+        next_job(e, 1251, &j);
+        assert_false(j.is_robots);
+        done(e, &j, 200, 1252);
+    }
+    assert_int_equal(next_rc(e, 1252, &wake), FRONTIER_WAIT);
+    assert_int_equal(wake, 1300);
+    assert_int_equal(next_rc(e, 1299, &wake), FRONTIER_WAIT);
+    next_job(e, 1300, &j);
+    assert_true(j.is_robots);
+    assert_string_equal(j.host, "known.test");
+    robots_answer(e, &j, 404, NULL, 1300);
+    next_job(e, 1550, &j);
+    assert_string_equal(j.url, "http://known.test/");
+    done(e, &j, 200, 1551);
+    assert_int_equal(next_rc(e, 1551, &wake), FRONTIER_WAIT);
+    assert_int_equal(wake, 1900);
+    next_job(e, 1900, &j);
+    assert_true(j.is_robots);
+    assert_string_equal(j.host, "later.test");
+    robots_answer(e, &j, 404, NULL, 1900);
+    next_job(e, 2150, &j);
+    assert_string_equal(j.url, "http://later.test/");
+    done(e, &j, 200, 2151);
+    assert_int_equal(next_rc(e, 2151, &wake), FRONTIER_DRAINED);
+    /* a host made once every hold has passed waits for nothing */
+    addf(e, 0, "http://known2.test/");
+    next_job(e, 5000, &j);
+    assert_true(j.is_robots);
+    robots_answer(e, &j, 404, NULL, 5000);
+    next_job(e, 5250, &j);
+    done(e, &j, 200, 5251);
+    env_close(e);
+}
+
 static void out_of_memory_loses_nothing(void **state)
 {
     (void)state;
@@ -1867,6 +1955,7 @@ int main(void)
         cmocka_unit_test(robots_job_comes_first_per_host),
         cmocka_unit_test(host_state_travels_to_another_frontier),
         cmocka_unit_test(host_state_set_out_of_memory),
+        cmocka_unit_test(holds_from_an_earlier_run),
         cmocka_unit_test(without_robots_urls_come_at_once),
         cmocka_unit_test(the_gate_holds_hosts_back_until_it_opens),
         cmocka_unit_test(disallowed_urls_are_never_handed_out),
@@ -1895,7 +1984,7 @@ int main(void)
         cmocka_unit_test(threads_push_and_fetch_at_once),
         cmocka_unit_test(out_of_memory_loses_nothing),
     };
-    const char *only = getenv("CRAWLD_TEST_FILTER"); /* e.g. "*million*" */
+    const char *only = getenv("CRAWLD_TEST_ONLY"); /* e.g. "*million*" */
     if (only != NULL)
         cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, NULL, NULL);
