@@ -839,6 +839,22 @@ static bool archive(crawl *c, fjob *j, const fetch_result *r, warc_result *out)
     return rc == 0;
 }
 
+/* A pause the frontier put on host after an answer (429, 503, failures in
+ * a row, robots.txt unreachable) goes in the dispatch log as a request
+ * whose spacing is the pause, so that it holds across a restart too. Only
+ * after an answer that can pause: the lookup takes the frontier's lock. */
+static void note_pause(crawl *c, const char *host, uint64_t key, int status)
+{
+    if (host == NULL || (status != 0 && status != 429 && status < 500))
+        return;
+    int64_t ms = frontier_host_pause_ms(c->fr, host, mono_ms());
+    if (ms <= 0)
+        return;
+    dispatchlog_entry e = { .id = 0, .attempt = 1, .host_key = key, .started_ms = cr_wall_ms(),
+                            .spacing_ms = ms };
+    dispatchlog_note(c->dl, &e);
+}
+
 static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
 {
     int status = r->error == FETCH_OK || error_kind(r->error) == FRONTIER_ERR_NONE ? j->status : 0;
@@ -877,7 +893,10 @@ static void finish_robots(crawl *c, fjob *j, const fetch_result *r)
     tctx *t = my_ctx(c);
     if (c->sm && t && j->fj.url)
         sitemaps_robots(c->sm, t->uc, j->fj.url, status, j->body.data, j->body.len);
+    const char *host = j->fj.host;
+    uint64_t key = j->fj.host_key;
     frontier_robots_done(c->fr, &j->fj, &o, j->body.data, j->body.len, mono_ms_ceil());
+    note_pause(c, host, key, status);
 }
 
 static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
@@ -1006,7 +1025,10 @@ static void hook_done(void *ctx, const fetch_job *job, const fetch_result *r)
                          .payload_len = j->sp ? (size_t)spool_len(j->sp) : 0,
                          .now_ms = cr_wall_ms() };
     recrawl_done(c->rc, j->rj, &rf);
+    const char *host = j->fj.host;
+    uint64_t key = j->fj.host_key;
     frontier_done(c->fr, &j->fj, &o, mono_ms_ceil());
+    note_pause(c, host, key, o.status);
     fjob_free(j);
     /* no nudge: hook_room comes next on this thread and refills the slot */
 }

@@ -1621,6 +1621,17 @@ int frontier_host_state_set(frontier *f, const char *host, const frontier_host_s
     return rc;
 }
 
+int64_t frontier_host_pause_ms(frontier *f, const char *host, int64_t now)
+{
+    int64_t ms = 0;
+    pthread_mutex_lock(&f->lock);
+    const fhost *h = host_find(f, host);
+    if (h != NULL)
+        ms = max64(max64(h->paused_until, h->robots_retry_at) - now, 0);
+    pthread_mutex_unlock(&f->lock);
+    return ms;
+}
+
 uint64_t frontier_host_key(const char *host)
 {
     return hash_str(host);

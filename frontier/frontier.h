@@ -301,6 +301,10 @@ typedef struct frontier_hold_entry {
     int64_t wait_ms;
 } frontier_hold_entry;
 uint64_t frontier_host_key(const char *host);
+/* How long from now_ms host stays paused (a Retry-After, failures in a
+ * row, robots.txt's retry): what the daemon logs so that a pause outlives
+ * a restart too. 0: none, or an unknown host. */
+int64_t frontier_host_pause_ms(frontier *f, const char *host, int64_t now_ms);
 int frontier_hold(frontier *f, const frontier_hold_entry *v, size_t n, int64_t now_ms);
 
 typedef struct frontier_stats {

@@ -745,6 +745,54 @@ static void politeness_holds_across_restarts(void **state)
     testsite_log_free(v, total);
 }
 
+/* A Retry-After pause outlives a kill: a.test answers its seed with 503
+ * and Retry-After: 1 (the site's default); killed just
+ * after and started again at once, crawld asks a.test nothing, robots.txt
+ * included, until the pause is over. */
+static void retry_after_holds_across_a_kill(void **state)
+{
+    (void)state;
+    const long long pause = 1000;
+    cfgopts o = { .seed = "/status/503", .max_depth = "0" };
+    const char *cfg = write_config("pause-kill", state_dir("pause-kill"), &o);
+    const char *errfile = crawlrun_path("pause-kill", ".err");
+    size_t from = log_lines();
+    pid_t pid = spawn_crawl(cfg, errfile);
+    wait_requests(from, 2); /* robots.txt, then the 503 */
+    sleep_ms(300);          /* its answer handled: the pause is decided */
+    kill(pid, SIGKILL);
+    assert_int_equal(crawlrun_wait_exit(pid), 128 + SIGKILL);
+    size_t now = log_lines();
+    pid = spawn_crawl(cfg, errfile);
+    wait_requests(now, 1);
+    kill(pid, SIGKILL);
+    crawlrun_wait_exit(pid);
+
+    testsite_req *v;
+    size_t total;
+    assert_int_equal(testsite_log_read(&site, &v, &total), 0);
+    long long at503 = -1, next = -1;
+    const char *what = "";
+    for (size_t i = from; i < total; i++) {
+        if (strcmp(v[i].host, "a.test") != 0)
+            continue;
+        if (at503 < 0 && strcmp(v[i].target, "/status/503") == 0) {
+            at503 = v[i].ms;
+        } else if (at503 >= 0) {
+            next = v[i].ms;
+            what = v[i].target;
+            break;
+        }
+    }
+    assert_true(at503 >= 0 && next >= 0);
+    print_message("Retry-After across a kill: %s %lld ms after the 503 (pause %lld ms)\n", what,
+                  next - at503, pause);
+    if (next - at503 < pause)
+        fail_msg("%s only %lld ms after the 503 (Retry-After pause %lld ms)", what, next - at503,
+                 pause);
+    testsite_log_free(v, total);
+}
+
 /* ---- the control API --------------------------------------------------- */
 
 typedef struct http {
@@ -960,6 +1008,7 @@ int main(void)
         cmocka_unit_test(sigkill_at_random_points_loses_nothing),
         cmocka_unit_test(politeness_spacing_is_kept),
         cmocka_unit_test(politeness_holds_across_restarts),
+        cmocka_unit_test(retry_after_holds_across_a_kill),
         cmocka_unit_test(control_api_endpoints),
         cmocka_unit_test(control_api_token),
         cmocka_unit_test(non_loopback_api_needs_a_token),

@@ -841,6 +841,11 @@ static void status_503_and_429_pause_until_retry_after(void **state)
     frontier_outcome out = answer(503, 5);
     out.retry_after_s = 30;
     assert_int_equal(frontier_done(e->f, &j, &out, 10), FRONTIER_DONE_RETRY);
+    /* what the daemon logs for the next run: the pause, from now */
+    assert_int_equal(frontier_host_pause_ms(e->f, "a.test", 10), 30000);
+    assert_int_equal(frontier_host_pause_ms(e->f, "a.test", 20010), 10000);
+    assert_int_equal(frontier_host_pause_ms(e->f, "b.test", 10), 0);
+    assert_int_equal(frontier_host_pause_ms(e->f, "nobody.test", 10), 0);
     /* a.test is paused: only b.test may go */
     frontier_job jb;
     int rc = frontier_next(e->f, 10, &jb, &wake);
