@@ -143,32 +143,34 @@ check-deps:
 	@sh tests/check_deps.sh --self-test
 	@sh tests/check_deps.sh
 
-# Sub-makes re-read the Makefile after deps so pkg-config sees the new packages.
+# Sub-makes re-read the Makefile after deps so pkg-config sees the new packages;
+# they build on every core unless the caller gave -j itself.
+SUBJOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2))
 test check: deps check-deps
-	@$(MAKE) --no-print-directory tests-build
+	@$(MAKE) --no-print-directory $(SUBJOBS) tests-build
 	@sh tests/run.sh $(B) $(BIN)
 
 asan: deps
-	@$(MAKE) --no-print-directory VARIANT=asan tests-build
+	@$(MAKE) --no-print-directory $(SUBJOBS) VARIANT=asan tests-build
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  sh tests/run.sh $(subst default,asan,$(B)) $(subst default,asan,$(B))/bin
 
 tsan: deps
-	@$(MAKE) --no-print-directory VARIANT=tsan tests-build
+	@$(MAKE) --no-print-directory $(SUBJOBS) VARIANT=tsan tests-build
 	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  sh tests/run.sh $(subst default,tsan,$(B)) $(subst default,tsan,$(B))/bin
 
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(SUBJOBS) all
 	@sh tests/site/run-main.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory $(PROGS) $(BENCHES)
+	@$(MAKE) --no-print-directory $(SUBJOBS) $(PROGS) $(BENCHES)
 	@sh bench/run.sh $(B) $(BIN)
 
 # Only the peer crawl benchmark (bench/bench_crawl.sh; CRAWL_RUNS=1 for a quick one).
 bench-crawl: deps
-	@$(MAKE) --no-print-directory $(BIN)/crawld
+	@$(MAKE) --no-print-directory $(SUBJOBS) $(BIN)/crawld
 	@B=$(B) BIN=$(BIN) CRAWLD_ROOT=$(CURDIR) sh bench/bench_crawl.sh
 
 # libFuzzer targets (clang): build/fuzz/fuzz_NAME; see tests/fuzz/README.md.

@@ -15,20 +15,22 @@ export CRAWLD_BIN CRAWLD_TESTSITE CRAWLD_FAULTS_BIN CRAWLD_ROOT CRAWLD_CONFORMAN
 passed=0
 failed=0
 bad=""
-# Three lanes: the cluster crawls (mostly waiting on leases and politeness
-# delays, little CPU), the other long crawl binaries, and the rest; each
-# binary's output goes to its own file and is printed, in name order, once
-# every lane is done. CRAWLD_TEST_JOBS=1 runs them one by one.
+# Four lanes: the cluster crawls in two shards (CRAWLD_TEST_SHARD; they
+# mostly wait on leases and politeness delays, little CPU), test_crawl, and
+# the rest; each binary's output (a shard's: NAME@k) goes to its own file
+# and is printed, in name order, once every lane is done.
+# CRAWLD_TEST_JOBS=1 runs them one by one, unsharded.
 logs=$(mktemp -d)
 all=""
 for t in "$B"/tests/test_* "$B"/tests/replay_*; do
     case "$t" in *.o|*.d|*'*'*) continue ;; esac
     [ -x "$t" ] && all="$all $t"
 done
-run_one() {
+run_one() { # binary [shard k/n]
     n=$(basename "$1")
+    [ -n "${2:-}" ] && n="$n@${2%/*}"
     t0=$(date +%s)
-    "$1" >"$logs/$n.log" 2>&1
+    CRAWLD_TEST_SHARD=${2:-} "$1" >"$logs/$n.log" 2>&1
     echo $? >"$logs/$n.rc"
     echo $(($(date +%s) - t0)) >"$logs/$n.s"
 }
@@ -38,23 +40,28 @@ short=""
 for t in $all; do
     case "$(basename "$t")" in
     test_cluster_crawl) cluster="$cluster $t" ;;
-    test_crawl|test_faults) long="$long $t" ;;
+    test_crawl) long="$long $t" ;;
     *) short="$short $t" ;;
     esac
 done
-if [ "${CRAWLD_TEST_JOBS:-3}" -gt 1 ]; then
-    (for t in $cluster; do run_one "$t"; done) &
+names=""
+if [ "${CRAWLD_TEST_JOBS:-4}" -gt 1 ]; then
+    for t in $cluster; do names="$names $(basename "$t")@0 $(basename "$t")@1"; done
+    (for t in $cluster; do run_one "$t" 0/2; done) &
     lane1=$!
-    (for t in $long; do run_one "$t"; done) &
+    (for t in $cluster; do run_one "$t" 1/2; done) &
     lane2=$!
+    (for t in $long; do run_one "$t"; done) &
+    lane3=$!
     for t in $short; do run_one "$t"; done
     wait $lane1
     wait $lane2
+    wait $lane3
+    for t in $long $short; do names="$names $(basename "$t")"; done
 else
-    for t in $all; do run_one "$t"; done
+    for t in $all; do run_one "$t"; names="$names $(basename "$t")"; done
 fi
-for t in $all; do
-    n=$(basename "$t")
+for n in $(echo $names | tr ' ' '\n' | sort); do
     log="$logs/$n.log"
     echo "== $n ($(cat "$logs/$n.s" 2>/dev/null || echo '?') s)"
     cat "$log"
