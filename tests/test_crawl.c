@@ -594,6 +594,40 @@ static void sigterm_stops_cleanly_and_resume_completes(void **state)
     cr_buf_release(&err);
 }
 
+/* A second SIGTERM aborts the fetches in flight: the stop is still clean,
+ * and the next run says how many URLs it fetches again (the dispatch log
+ * outlives a clean close), and fetches no others twice. */
+static void second_sigterm_aborts_and_the_next_run_says_so(void **state)
+{
+    (void)state;
+    cfgopts o = { .seed = "/slow/delay.html" }; /* answered after 300 ms */
+    const char *cfg = write_config("term2", state_dir("term2"), &o);
+    const char *errfile = crawlrun_path("term2", ".err");
+    size_t from = log_lines();
+    pid_t pid = spawn_crawl(cfg, errfile);
+    wait_requests(from, 1); /* robots.txt: the slow page is asked next */
+    sleep_ms(100);
+    kill(pid, SIGTERM);
+    sleep_ms(5);
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid), 0);
+    cr_buf err;
+    cr_buf_init(&err, 0);
+    assert_int_equal(run_crawl(cfg, &err), 0);
+    set got = { 0 };
+    size_t dups = 0;
+    fetched_since(from, &got, &dups);
+    urlset_free(&got);
+    int lines = 0;
+    long reported = crawlrun_refetch_reported(err.data, &lines);
+    print_message("second SIGTERM: %zu URLs fetched twice, %ld reported by the next run\n", dups,
+                  reported);
+    if ((long)dups > reported)
+        fail_msg("%zu URLs fetched twice, the next run said %ld", dups, reported);
+    assert_true(lines == 1 && reported >= 1); /* the slow page, at least */
+    cr_buf_release(&err);
+}
+
 /* The seed of the kill points: CRAWLD_TEST_SEED when set (to replay a
  * run), else from the clock; printed either way. */
 static unsigned kill_seed(void)
@@ -1005,6 +1039,7 @@ int main(void)
         cmocka_unit_test(css_requisites_fetch_the_exact_set),
         cmocka_unit_test(wacz_packages),
         cmocka_unit_test(sigterm_stops_cleanly_and_resume_completes),
+        cmocka_unit_test(second_sigterm_aborts_and_the_next_run_says_so),
         cmocka_unit_test(sigkill_at_random_points_loses_nothing),
         cmocka_unit_test(politeness_spacing_is_kept),
         cmocka_unit_test(politeness_holds_across_restarts),
