@@ -100,6 +100,41 @@ void member_prefix(const char *crawl_id, char *buf, size_t len)
     snprintf(buf, len, "crawld:%s:", crawl_id);
 }
 
+/* P"ckpt:N": the checkpoint record of slot N. */
+static void ckpt_key_of(const char *prefix, char *buf, uint32_t s)
+{
+    snprintf(buf, KEY_MAX, "%sckpt:%u", prefix, s);
+}
+
+int member_recorded_ckpts(const char *addr, const char *crawl_id, uint32_t slots, int timeout_ms,
+                          member_ckpt_fn cb, void *arg, char *err, size_t errlen)
+{
+    redis_conn *rc = NULL;
+    int r = redis_open(addr, timeout_ms, &rc, err, errlen);
+    if (r < 0)
+        return r;
+    char prefix[300], ck[KEY_MAX]; /* as member.prefix */
+    member_prefix(crawl_id, prefix, sizeof prefix);
+    for (uint32_t s = 0; s < slots && r == 0; s++) {
+        redis_reply *rep = NULL;
+        ckpt_key_of(prefix, ck, s);
+        r = redis_cmd(rc, &rep, "HGET", ck, "path", NULL);
+        if (r < 0) {
+            snprintf(err, errlen, "reading %s: %s", ck, redis_error(rc));
+        } else if (redis_reply_type(rep) == REDIS_T_STR) {
+            const char *path = redis_reply_str(rep, NULL);
+            if (strncmp(path, CKPT_REDIS, strlen(CKPT_REDIS)) != 0)
+                cb(arg, s, path);
+        } else if (redis_reply_type(rep) != REDIS_T_NIL) {
+            snprintf(err, errlen, "reading %s: not a checkpoint record", ck);
+            r = -EPROTO;
+        }
+        redis_reply_free(rep);
+    }
+    redis_free(rc);
+    return r;
+}
+
 static void key(const member *m, char *buf, const char *what)
 {
     snprintf(buf, KEY_MAX, "%s%s", m->prefix, what);
@@ -441,7 +476,7 @@ static int follow_map(member *m)
 
 static void ckpt_key(const member *m, char *buf, uint32_t s)
 {
-    snprintf(buf, KEY_MAX, "%sckpt:%u", m->prefix, s);
+    ckpt_key_of(m->prefix, buf, s);
 }
 
 /* May slot be fetched (and read) once its lease is renewed? */

@@ -196,4 +196,13 @@ void member_default_node_id(const char *state_dir, char *buf, size_t len);
 /* The key prefix "crawld:ID:" for a crawl id into buf. */
 void member_prefix(const char *crawl_id, char *buf, size_t len);
 
+/* The checkpoint files the crawl's slot records name now (P"ckpt:N"; a
+ * checkpoint sent through Redis names no file), read over a connection of
+ * its own to addr: cb(arg, slot, path) for each. For a node's start, to
+ * tell its leftovers from checkpoints another node has yet to load. 0, or
+ * a negative errno with why in err (then nothing is known). */
+typedef void (*member_ckpt_fn)(void *arg, uint32_t slot, const char *path);
+int member_recorded_ckpts(const char *addr, const char *crawl_id, uint32_t slots, int timeout_ms,
+                          member_ckpt_fn cb, void *arg, char *err, size_t errlen);
+
 #endif

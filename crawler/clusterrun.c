@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cluster/ckptdir.h"
 #include "cluster/member.h"
 #include "cluster/slotmap.h"
 #include "common/alloc.h"
@@ -121,16 +124,10 @@ static int handover(void *arg, uint32_t slot, char *ckpt, size_t cap)
     if (!atomic_load(&r->wired) || crawl_slot_busy(r->c, pick_host, &p) ||
         outbox_count(r->ob) > 0)
         return 0;
-    char safe[sizeof r->node_id];
-    size_t i = 0;
-    for (; r->node_id[i] && i + 1 < sizeof safe; i++) /* a file name from the node id */
-        safe[i] = (r->node_id[i] == '/' || r->node_id[i] == ':') ? '_' : r->node_id[i];
-    safe[i] = '\0';
-    int n = snprintf(ckpt, cap, "%s/%s-slot%u-%s-%lld.db", dir,
-                     r->cfg->cluster.crawl_id, slot, safe, (long long)cr_wall_ms());
-    int rc = n > 0 && (size_t)n < cap ? crawl_slot_export(r->c, ckpt, pick_host, &p, &rows, err,
-                                                           sizeof err)
-                                      : -ENAMETOOLONG;
+    int rc = ckptdir_name(ckpt, cap, dir, r->cfg->cluster.crawl_id, slot, r->node_id,
+                          cr_wall_ms());
+    if (rc == 0)
+        rc = crawl_slot_export(r->c, ckpt, pick_host, &p, &rows, err, sizeof err);
     if (rc < 0) {
         if (rc == -ENAMETOOLONG)
             snprintf(err, sizeof err, "the checkpoint's path is too long");
@@ -514,6 +511,76 @@ static void faulted(void *arg)
 }
 #endif
 
+/* The checkpoint files the slot records name. */
+typedef struct names {
+    char **v;
+    size_t n, cap;
+    bool short_of_memory;
+} names;
+
+static void note_recorded(void *arg, uint32_t slot, const char *path)
+{
+    (void)slot;
+    names *nm = arg;
+    if (nm->n == nm->cap) {
+        size_t cap = nm->cap ? nm->cap * 2 : 16;
+        char **v = cr_realloc(nm->v, cap * sizeof *v);
+        if (v == NULL) {
+            nm->short_of_memory = true;
+            return;
+        }
+        nm->v = v;
+        nm->cap = cap;
+    }
+    if ((nm->v[nm->n] = cr_strdup(path)) == NULL)
+        nm->short_of_memory = true;
+    else
+        nm->n++;
+}
+
+/* At the start, before this run writes any: the checkpoint files this
+ * node left that no slot record names (cluster/ckptdir), and the spool
+ * and rescue files a load or a rescue removes once done. With the records
+ * unreadable (Redis unreachable) the checkpoint folder is left alone. */
+static void sweep_checkpoints(clusterrun *r)
+{
+    const crawl_config *cfg = r->cfg;
+    char path[4096], err[512];
+    long removed = 0;
+    for (int64_t s = 0; s < cfg->cluster.slots; s++) {
+        static const char *const kind[] = { "rescue", "ckpt" };
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "%s/%s-slot%lld.db", cfg->storage.state_dir, kind[k],
+                     (long long)s);
+            removed += unlink(path) == 0;
+        }
+    }
+    const char *dir = ckpt_dir(r);
+    if (dir != NULL && access(dir, F_OK) == 0) {
+        names rec = { 0 };
+        int64_t timeout = cfg->cluster.lease_ms < 5000 ? cfg->cluster.lease_ms : 5000;
+        int rc = member_recorded_ckpts(cfg->cluster.redis, cfg->cluster.crawl_id,
+                                       (uint32_t)cfg->cluster.slots, (int)timeout, note_recorded,
+                                       &rec, err, sizeof err);
+        long n = rc < 0 || rec.short_of_memory
+                     ? 0
+                     : ckptdir_sweep(dir, cfg->cluster.crawl_id, r->node_id,
+                                     (const char *const *)rec.v, rec.n);
+        if (rc < 0 || rec.short_of_memory || n < 0)
+            fprintf(r->log, "crawld: cluster: checkpoints an earlier run of this node may have"
+                            " left in %s stay: %s\n", dir,
+                    rc < 0 ? err : rec.short_of_memory ? "out of memory" : strerror((int)-n));
+        else
+            removed += n;
+        for (size_t i = 0; i < rec.n; i++)
+            cr_free(rec.v[i]);
+        cr_free(rec.v);
+    }
+    if (removed > 0)
+        fprintf(r->log, "crawld: cluster: removed %ld checkpoint files an earlier run of this"
+                        " node left (no slot record names them)\n", removed);
+}
+
 int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **out, char *err,
                      size_t errlen)
 {
@@ -557,6 +624,7 @@ int clusterrun_start(crawl *c, const crawl_config *cfg, FILE *log, clusterrun **
     o.fault_armed = fault_armed;
     o.faulted = faulted;
 #endif
+    sweep_checkpoints(r);
     rc = node_start(&o, &r->n, err, errlen);
     if (rc < 0) {
         outbox_close(r->ob);

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "cluster/ckptdir.h"
 #include "cluster/member.h"
 #include "cluster/quiet.h"
 #include "cluster/redis.h"
@@ -313,6 +314,134 @@ static void redis_timeout_then_reconnect(void **state)
     free(v);
     redis_free(c);
     stop_redis(d);
+}
+
+/* cluster/ckptdir: a hand-over's file name, whose files are a node's own,
+ * and the sweep that removes a node's files no record keeps (and nothing
+ * else: other nodes', other crawls', other files). */
+static void touch_file(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
+static bool exists_in(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static void checkpoint_files_of_a_node_are_swept(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/crawld-test-ckptdir-XXXXXX", name[600];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(ckptdir_name(name, sizeof name, dir, "t", 5, "host:/st/a", 1700), 0);
+    char want[600];
+    snprintf(want, sizeof want, "%s/t-slot5-host__st_a-1700.db", dir);
+    assert_string_equal(name, want);
+    assert_int_equal(ckptdir_name(name, 20, dir, "t", 5, "host:/st/a", 1700), -ENAMETOOLONG);
+    const char *id = "host:/st/a";
+    assert_true(ckptdir_is_own("t-slot5-host__st_a-1700.db", "t", id));
+    assert_true(ckptdir_is_own("t-slot12-host__st_a-9.db.tmp", "t", id));
+    const char *not_own[] = { "t-slot5-host__st_b-1700.db", "u-slot5-host__st_a-1700.db",
+                              "t-slot-host__st_a-1700.db", "t-slot5-host__st_a-.db",
+                              "t-slot5-host__st_a-17x.db", "t-slot5-host__st_a-1700.dbx",
+                              "tt-slot5-host__st_a-1700.db", "t-slot5-host__st_a-1-1700.db",
+                              "rescue-slot5.db", "" };
+    for (size_t i = 0; i < sizeof not_own / sizeof not_own[0]; i++)
+        if (ckptdir_is_own(not_own[i], "t", id))
+            fail_msg("'%s' taken for a file of %s", not_own[i], id);
+    const char *files[] = { "t-slot1-host__st_a-10.db",     /* orphan: goes */
+                            "t-slot2-host__st_a-11.db.tmp", /* a half export: goes */
+                            "t-slot3-host__st_a-12.db",     /* recorded: stays */
+                            "t-slot4-host__st_a-13.db",     /* recorded by another path: stays */
+                            "t-slot1-host__st_b-10.db",     /* another node's: stays */
+                            "u-slot1-host__st_a-10.db",     /* another crawl's: stays */
+                            "notes.txt" };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        touch_file(dir, files[i]);
+    const char *keep[] = { "/elsewhere/t-slot3-host__st_a-12.db", "t-slot4-host__st_a-13.db" };
+    assert_int_equal(ckptdir_sweep(dir, "t", id, keep, 2), 2);
+    const bool stays[] = { false, false, true, true, true, true, true };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (exists_in(dir, files[i]) != stays[i])
+            fail_msg("%s: %s", files[i], stays[i] ? "removed" : "left");
+    assert_int_equal(ckptdir_sweep(dir, "t", id, keep, 2), 0); /* nothing more */
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(name, sizeof name, "%s/%s", dir, files[i]);
+        unlink(name);
+    }
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(ckptdir_sweep(dir, "t", id, NULL, 0), -ENOENT);
+}
+
+/* member_recorded_ckpts: the file each slot record names; a record of a
+ * checkpoint sent through Redis names none; a record that is no hash is
+ * an error, and so is an unreachable server (nothing is known then). */
+typedef struct rec_seen {
+    int n;
+    uint32_t slot[8];
+    char path[8][64];
+} rec_seen;
+
+static void rec_note(void *arg, uint32_t slot, const char *path)
+{
+    rec_seen *rs = arg;
+    assert_true(rs->n < 8);
+    rs->slot[rs->n] = slot;
+    snprintf(rs->path[rs->n], sizeof rs->path[0], "%s", path);
+    rs->n++;
+}
+
+static void recorded_checkpoints_are_listed(void **state)
+{
+    (void)state;
+    redisd *d = start_redis();
+    assert_non_null(d);
+    redis_conn *c = connect_to(d, 1000);
+    redis_reply *r = NULL;
+    assert_int_equal(redis_cmd(c, &r, "HSET", "crawld:t:ckpt:1", "path", "/sh/t-slot1-n-5.db",
+                               "epoch", "3", NULL), 0);
+    redis_reply_free(r);
+    assert_int_equal(redis_cmd(c, &r, "HSET", "crawld:t:ckpt:6", "path", "redis:crawld:t:ckd:6",
+                               NULL), 0);
+    redis_reply_free(r);
+    assert_int_equal(redis_cmd(c, &r, "HSET", "crawld:t:ckpt:7", "path", "rel-slot7.db", NULL), 0);
+    redis_reply_free(r);
+    assert_int_equal(redis_cmd(c, &r, "HSET", "crawld:other:ckpt:2", "path", "/x.db", NULL), 0);
+    redis_reply_free(r);
+    rec_seen rs = { 0 };
+    char err[256] = "";
+    assert_int_equal(member_recorded_ckpts(redisd_addr(d), "t", 8, 1000, rec_note, &rs, err,
+                                           sizeof err), 0);
+    assert_int_equal(rs.n, 2);
+    assert_int_equal(rs.slot[0], 1);
+    assert_string_equal(rs.path[0], "/sh/t-slot1-n-5.db");
+    assert_int_equal(rs.slot[1], 7);
+    assert_string_equal(rs.path[1], "rel-slot7.db");
+    /* slots past the count are not asked */
+    rs.n = 0;
+    assert_int_equal(member_recorded_ckpts(redisd_addr(d), "t", 2, 1000, rec_note, &rs, err,
+                                           sizeof err), 0);
+    assert_int_equal(rs.n, 1);
+    /* a record of another type: an error naming the key */
+    redis_cmd_ok(c, "SET", "crawld:t:ckpt:0", "junk");
+    rs.n = 0;
+    assert_true(member_recorded_ckpts(redisd_addr(d), "t", 8, 1000, rec_note, &rs, err,
+                                      sizeof err) < 0);
+    assert_non_null(strstr(err, "crawld:t:ckpt:0"));
+    redis_free(c);
+    stop_redis(d);
+    /* nobody listening */
+    err[0] = '\0';
+    assert_true(member_recorded_ckpts("unix:/nonexistent/redis.sock", "t", 8, 300, rec_note, &rs,
+                                      err, sizeof err) < 0);
+    assert_non_null(strstr(err, "/nonexistent/redis.sock"));
 }
 
 /* kill -9 the server: what it acknowledged is in its append-only file
@@ -2484,6 +2613,8 @@ int main(void)
         cmocka_unit_test_teardown(redis_pipeline_and_reply_types, teardown),
         cmocka_unit_test_teardown(redis_timeout_then_reconnect, teardown),
         cmocka_unit_test_teardown(redis_restart_from_append_only_file, teardown),
+        cmocka_unit_test_teardown(recorded_checkpoints_are_listed, teardown),
+        cmocka_unit_test_teardown(checkpoint_files_of_a_node_are_swept, teardown),
         cmocka_unit_test_teardown(members_join_and_leave_move_few_slots, teardown),
         cmocka_unit_test_teardown(slot_count_is_fixed_by_the_first_node, teardown),
         cmocka_unit_test_teardown(member_fences_itself_while_redis_is_unreachable, teardown),

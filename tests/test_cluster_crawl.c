@@ -497,14 +497,48 @@ static void start_nodes(int n)
         node_start(i);
 }
 
+static void plant(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
+/* Also: what an earlier run of node 0 left (a checkpoint it wrote and never
+ * recorded, a half export, a rescue's file) goes at its start; another
+ * node's file and other files in the folder stay. */
 static void steady_state_three_nodes(void **state)
 {
     (void)state;
     NEED_CLUSTER();
-    start_nodes(3);
+    world_begin(1);
+    char shared[300], orphan[400], half[400], other[400], notes[400], rescue[400];
+    snprintf(shared, sizeof shared, "%s/shared", W.dir);
+    assert_int_equal(mkdir(shared, 0700), 0);
+    snprintf(orphan, sizeof orphan, "%s/t-slot3-node-0-1700000000000.db", shared);
+    snprintf(half, sizeof half, "%s/t-slot4-node-0-1700000000001.db.tmp", shared);
+    snprintf(other, sizeof other, "%s/t-slot3-node-9-1700000000000.db", shared);
+    snprintf(notes, sizeof notes, "%s/notes.txt", shared);
+    snprintf(rescue, sizeof rescue, "%s/state0", W.dir);
+    assert_int_equal(mkdir(rescue, 0700), 0);
+    snprintf(rescue, sizeof rescue, "%s/state0/rescue-slot7.db", W.dir);
+    const char *planted[] = { orphan, half, other, notes, rescue };
+    for (int i = 0; i < 5; i++)
+        plant(planted[i]);
+    for (int i = 0; i < 3; i++)
+        node_start(i);
     for (int i = 0; i < 3; i++)
         node_expect_exit(i, 0);
     check_oracles(0, 3);
+    assert_int_not_equal(access(orphan, F_OK), 0);
+    assert_int_not_equal(access(half, F_OK), 0);
+    assert_int_not_equal(access(rescue, F_OK), 0);
+    assert_int_equal(access(other, F_OK), 0);
+    assert_int_equal(access(notes, F_OK), 0);
+    char *err = crawlproc_output(&W.node[0], 2);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "removed 3 checkpoint files an earlier run of this node left"));
+    cr_free(err);
 }
 
 static void kill9_node_and_restart_within_grace(void **state)
