@@ -1313,7 +1313,7 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     c->fr = frontier_new(&fo, c->d, err, errlen);
     if (c->fr == NULL)
         goto fail;
-    if (frontier_hold(c->fr, c->holds, c->nholds, mono_ms()) < 0) {
+    if (c->nholds > 0 && frontier_hold(c->fr, c->holds, c->nholds, mono_ms()) < 0) {
         snprintf(err, errlen, "frontier: out of memory");
         goto fail;
     }

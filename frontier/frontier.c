@@ -1660,7 +1660,8 @@ int frontier_hold(frontier *f, const frontier_hold_entry *v, size_t n, int64_t n
             end = c[k].until;
         k++;
     }
-    qsort(c, k, sizeof *c, cmp_hold);
+    if (k > 1)
+        qsort(c, k, sizeof *c, cmp_hold);
     size_t m = 0; /* one per key: the longest */
     for (size_t i = 0; i < k; i++) {
         if (m > 0 && c[m - 1].key == c[i].key) {
