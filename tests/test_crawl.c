@@ -689,6 +689,33 @@ static void sigkill_at_random_points_loses_nothing(void **state)
     kill_three_times("kill-gather", "20");
 }
 
+/* Every request in the site's log since line from and the next one to the
+ * same host start at least delay ms apart (else the test fails, naming
+ * them); returns how many such pairs there were, *closest (may be NULL)
+ * the smallest gap. */
+static size_t check_host_gaps(size_t from, int delay, long long *closest)
+{
+    testsite_req *v;
+    size_t total, checked = 0;
+    assert_int_equal(testsite_log_read(&site, &v, &total), 0);
+    for (size_t i = from; i < total; i++)
+        for (size_t j = i + 1; j < total; j++) {
+            if (strcmp(v[i].host, v[j].host) != 0)
+                continue;
+            /* the request after i on this host */
+            long long gap = v[j].ms - v[i].ms;
+            if (gap < delay)
+                fail_msg("%s: %s then %s only %lld ms apart (delay %d ms)", v[i].host,
+                         v[i].target, v[j].target, gap, delay);
+            if (closest != NULL && (*closest < 0 || gap < *closest))
+                *closest = gap;
+            checked++;
+            break;
+        }
+    testsite_log_free(v, total);
+    return checked;
+}
+
 static void politeness_spacing_is_kept(void **state)
 {
     (void)state;
@@ -701,24 +728,7 @@ static void politeness_spacing_is_kept(void **state)
     int rc = run_crawl(cfg, &err);
     if (rc != 0)
         fail_msg("crawld run: %s", err.data);
-    testsite_req *v;
-    size_t total;
-    assert_int_equal(testsite_log_read(&site, &v, &total), 0);
-    size_t checked = 0;
-    for (size_t i = from; i < total; i++)
-        for (size_t j = i + 1; j < total; j++) {
-            if (strcmp(v[i].host, v[j].host) != 0)
-                continue;
-            /* the request after i on this host */
-            long long gap = v[j].ms - v[i].ms;
-            if (gap < delay)
-                fail_msg("%s: %s then %s only %lld ms apart (delay %d ms)", v[i].host,
-                         v[i].target, v[j].target, gap, delay);
-            checked++;
-            break;
-        }
-    assert_true(checked > 10);
-    testsite_log_free(v, total);
+    assert_true(check_host_gaps(from, delay, NULL) > 10);
     cr_buf_release(&err);
 }
 
@@ -755,28 +765,11 @@ static void politeness_holds_across_restarts(void **state)
     const char *said = crawlrun_slurp(errfile);
     assert_non_null(strstr(said, "the last run's requests hold their hosts"));
 
-    testsite_req *v;
-    size_t total;
-    assert_int_equal(testsite_log_read(&site, &v, &total), 0);
-    size_t checked = 0;
     long long closest = -1;
-    for (size_t i = from; i < total; i++)
-        for (size_t j = i + 1; j < total; j++) {
-            if (strcmp(v[i].host, v[j].host) != 0)
-                continue;
-            long long gap = v[j].ms - v[i].ms;
-            if (gap < delay)
-                fail_msg("%s: %s then %s only %lld ms apart (delay %d ms)", v[i].host,
-                         v[i].target, v[j].target, gap, delay);
-            if (closest < 0 || gap < closest)
-                closest = gap;
-            checked++;
-            break;
-        }
+    size_t checked = check_host_gaps(from, delay, &closest);
     print_message("politeness across restarts: %zu successive pairs, the closest %lld ms apart"
                   " (delay %d ms)\n", checked, closest, delay);
     assert_true(checked > 15);
-    testsite_log_free(v, total);
 }
 
 /* A Retry-After pause outlives a kill: a.test answers its seed with 503
