@@ -2,8 +2,9 @@
  *
  * File layout (host byte order: the file never leaves the machine that
  * wrote it; a file of another size or magic is rebuilt, one of the first
- * layout converted): a 64-byte header (magic, slots, a clean flag) and
- * DISPATCHLOG_SLOTS 32-byte entries of four words: (id << 16 | attempt),
+ * layout converted): a 64-byte header (magic, slots, a clean flag, the
+ * count of starts noted since the last reset) and DISPATCHLOG_SLOTS
+ * 32-byte entries of four words: (id << 16 | attempt),
  * 0 when empty; the host key; the start (wall ms); the spacing + 1 (0:
  * unknown). The first layout had only the first word (8-byte entries).
  * Words are written with atomic stores to the shared mapping, which a
@@ -17,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -35,14 +37,24 @@ struct dispatchlog {
     uint8_t *map;
     size_t size;
     _Atomic uint64_t *slot;
-    atomic_uint_fast64_t next;
+    _Atomic uint64_t *next;     /* in the header: survives a kill, so a scan and
+                                   a reset read and clear only the slots used
+                                   (the pages of the rest stay untouched) */
 };
 
 typedef struct header {
     uint64_t magic;
     uint64_t slots;
     uint64_t clean;
+    uint64_t next;
 } header;
+
+/* How many slots the last run used. */
+static size_t used(const dispatchlog *l)
+{
+    uint64_t n = atomic_load_explicit(l->next, memory_order_acquire);
+    return n < DISPATCHLOG_SLOTS ? (size_t)n : DISPATCHLOG_SLOTS;
+}
 
 dispatchlog *dispatchlog_open(const char *state_dir, int *was_clean, char *err, size_t errlen)
 {
@@ -100,16 +112,19 @@ dispatchlog *dispatchlog_open(const char *state_dir, int *was_clean, char *err, 
         for (size_t i = 0; i < DISPATCHLOG_SLOTS; i++)
             atomic_store_explicit(&l->slot[i * WORDS], v1[i], memory_order_relaxed);
         h.magic = MAGIC;
+        h.next = DISPATCHLOG_SLOTS; /* its count is not known: every slot */
         memcpy(l->map, &h, sizeof h);
         cr_free(v1);
         v1 = NULL;
     }
     memcpy(&h, l->map, sizeof h);
     if (h.magic != MAGIC || h.slots != DISPATCHLOG_SLOTS) { /* new, or not ours */
-        memset(l->map, 0, size);
-        h = (header){ MAGIC, DISPATCHLOG_SLOTS, 1 };
+        if (!fresh) /* a file just sized is zeros: its pages stay untouched */
+            memset(l->map, 0, size);
+        h = (header){ MAGIC, DISPATCHLOG_SLOTS, 1, 0 };
         memcpy(l->map, &h, sizeof h);
     }
+    l->next = (_Atomic uint64_t *)(void *)(l->map + offsetof(header, next));
     *was_clean = h.clean != 0;
     return l;
 fail:
@@ -122,7 +137,7 @@ fail:
 
 void dispatchlog_scan(dispatchlog *l, dispatchlog_fn cb, void *ud)
 {
-    for (size_t i = 0; i < DISPATCHLOG_SLOTS; i++) {
+    for (size_t i = 0, n = used(l); i < n; i++) {
         _Atomic uint64_t *w = &l->slot[i * WORDS];
         uint64_t a = atomic_load_explicit(&w[0], memory_order_acquire);
         if (a == 0)
@@ -142,17 +157,17 @@ void dispatchlog_scan(dispatchlog *l, dispatchlog_fn cb, void *ud)
 
 void dispatchlog_reset(dispatchlog *l)
 {
-    header h = { MAGIC, DISPATCHLOG_SLOTS, 0 };
-    memset(l->map + HEADER, 0, l->size - HEADER);
-    memcpy(l->map, &h, sizeof h);
-    atomic_store(&l->next, 0);
+    uint64_t zero = 0;
+    memset(l->map + HEADER, 0, used(l) * 8 * WORDS);
+    memcpy(l->map + offsetof(header, clean), &zero, sizeof zero);
+    atomic_store(l->next, 0);
 }
 
 void dispatchlog_note(dispatchlog *l, const dispatchlog_entry *e)
 {
     if (l == NULL || e->id < 0)
         return;
-    uint64_t i = atomic_fetch_add_explicit(&l->next, 1, memory_order_relaxed) % DISPATCHLOG_SLOTS;
+    uint64_t i = atomic_fetch_add_explicit(l->next, 1, memory_order_relaxed) % DISPATCHLOG_SLOTS;
     _Atomic uint64_t *w = &l->slot[i * WORDS];
     uint64_t a = e->attempt < 1 ? 1 : e->attempt > 0xffff ? 0xffff : (uint64_t)e->attempt;
     atomic_store_explicit(&w[1], e->host_key, memory_order_relaxed);
@@ -168,8 +183,8 @@ void dispatchlog_close(dispatchlog *l, int clean)
     if (l == NULL)
         return;
     if (clean) { /* the entries stay: the next run's politeness reads them */
-        header h = { MAGIC, DISPATCHLOG_SLOTS, 1 };
-        memcpy(l->map, &h, sizeof h);
+        uint64_t one = 1;
+        memcpy(l->map + offsetof(header, clean), &one, sizeof one);
         msync(l->map, l->size, MS_SYNC);
     }
     munmap(l->map, l->size);
