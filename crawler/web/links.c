@@ -1414,6 +1414,8 @@ static void blk_flush(links_parser *p, int terminate, bool cut)
     p->tok_dec = expanded ? p->tok_lo : h;
     if (soh && p->tok_dec > 0)
         p->st.tags_unsure = 1;
+    /* where libxml2's piece ends in the stream: the same in every reading */
+    p->st.cuts = (p->st.cuts ^ (p->blk_total - orig)) * 0x100000001b3ull;
     quiet q;
     quiet_begin(&q);
     htmlParseChunk(p->ctxt, (const char *)in, (int)len, terminate);
@@ -1639,7 +1641,15 @@ static void sh_cut(links_parser *p, size_t at, size_t keep)
     if (p->blk_half != SIZE_MAX && p->blk_half > at + 1)
         p->blk_half = at + 1;
     p->blk_len = keep;
+    /* cuts recorded inside what goes (a tag dropped whole after one of its
+     * attributes went) are now cuts at at: left where they were, they
+     * would name bytes that come later, and blk_flush would count them to
+     * the wrong side of its cut */
+    size_t inside = 0;
+    while (p->sh_tn > 0 && p->sh_tpos[p->sh_tn - 1] > at) /* in order: appended as the scan goes */
+        inside += p->sh_td[--p->sh_tn];
     sh_record(p, at, n - keep);
+    p->sh_td[p->sh_tn - 1] = (uint16_t)(p->sh_td[p->sh_tn - 1] + inside);
 }
 
 /* The value blk[sh_vstart..blk_len - 1) has ended, its closing quote

@@ -171,6 +171,11 @@ typedef struct links_stats {
     uint64_t tokens_expanded; /* tokens put back before libxml2 got them
                               (the page has a raw 0x01 byte) */
     uint64_t tokens_pinned; /* blocks after which libxml2 still held some */
+    uint64_t cuts;         /* a digest of the stream offsets where libxml2's
+                              pieces of the page end (links.c, the cut before
+                              '<'): the same whatever the chunks fed, and with
+                              or without keep_values unless tags went (a
+                              dropped tag's '<' is no place to cut) */
     unsigned tags_unsure;  /* 1: tags went and then the markup was such that
                               libxml2 might have closed other elements had
                               they not: an end tag inside a text-only
