@@ -32,7 +32,8 @@
  *   the links never depend on the network's chunking. A block of BLOCK
  *   bytes is cut before its last '<' in its second half (the rest starts
  *   the next block), a function of the stream alone (the unshortened
- *   stream: shortening values moves no cut). Why: when a block
+ *   stream: shortening values moves no cut; dropping a tag may, see
+ *   "Unread tags"). Why: when a block
  *   ends inside a quoted attribute value, 2.9's start-tag lookahead
  *   (htmlParseLookupSequence with ignoreattrval) resumes without the
  *   quote character, never finds the tag's end, and libxml2 buffers the
@@ -1838,6 +1839,10 @@ static void sh_text_end(links_parser *p, const unsigned char *s, size_t e, size_
  *     '>' with a lookahead that takes any quote as one (<p"> holds back
  *     what follows it, up to a second quote or the end);
  *   - it lies in one block after some other byte of it (as values).
+ * A tag that goes takes its '<' with it, so a block may end at an earlier
+ * '<' than the unshortened stream's block does (links_stats.cuts parts):
+ * libxml2 gets other pieces, cut before a '<' all the same, so nothing is
+ * held back and the tags it parses are the same.
  * What on_start sees of the elements that go is their place in libxml2's
  * stack (none of their attributes is read). The stack decides where a
  * text-only element ends (inert), where the first <title> ends, which
