@@ -226,25 +226,22 @@ static int load(void *arg, uint32_t slot, const char *ckpt)
     return 0;
 }
 
-/* The fetches a node started, from its dispatch log (read, not reset):
- * every entry (robots.txt fetches too), and the rows' ids and attempts. */
+/* The fetches a node started, from its dispatch log (read, not reset). */
 typedef struct started {
-    dispatchlog_entry *e;
     int64_t *ids;
     int *attempts;
-    size_t ne, n, cap;
-    bool short_of_memory;
+    size_t n, cap;
+    bool short_of_memory; /* the list stopped early: the count is not known */
 } started;
 
 static int note_started(void *ud, const dispatchlog_entry *e)
 {
     started *st = ud;
-    if (st->ne == st->cap) {
+    if (e->id <= 0)
+        return 0; /* a robots.txt fetch */
+    if (st->n == st->cap) {
         size_t cap = st->cap ? st->cap * 2 : 256;
-        dispatchlog_entry *v = cr_realloc(st->e, cap * sizeof *v);
-        if (v != NULL)
-            st->e = v;
-        int64_t *ids = v != NULL ? cr_realloc(st->ids, cap * sizeof *ids) : NULL;
+        int64_t *ids = cr_realloc(st->ids, cap * sizeof *ids);
         if (ids != NULL)
             st->ids = ids;
         int *at = ids != NULL ? cr_realloc(st->attempts, cap * sizeof *at) : NULL;
@@ -255,11 +252,8 @@ static int note_started(void *ud, const dispatchlog_entry *e)
         st->attempts = at;
         st->cap = cap;
     }
-    st->e[st->ne++] = *e;
-    if (e->id > 0) { /* a row, not a robots.txt fetch */
-        st->ids[st->n] = e->id;
-        st->attempts[st->n++] = e->attempt;
-    }
+    st->ids[st->n] = e->id;
+    st->attempts[st->n++] = e->attempt;
     return 0;
 }
 
@@ -278,12 +272,11 @@ static int64_t lost_in(clusterrun *r, const char *store_dir, const char *ckpt, i
         return -1;
     started st = { 0 };
     dispatchlog_scan(l, note_started, &st);
+    *held = crawl_hold_logged(r->c, l, NULL);
     dispatchlog_close(l, 0); /* only unmapped: what it says stays */
     if (st.short_of_memory ||
         db_slot_lost(ckpt, st.ids, st.attempts, st.n, &lost, err, sizeof err) < 0)
         lost = -1;
-    *held = st.short_of_memory ? -ENOMEM : crawl_hold_started(r->c, st.e, st.ne);
-    cr_free(st.e);
     cr_free(st.ids);
     cr_free(st.attempts);
     return lost;

@@ -156,8 +156,6 @@ struct crawl {
     bool done;
     int64_t recovered;          /* URLs the last run requested, outcome not stored */
     dispatchlog *dl;
-    frontier_hold_entry *holds; /* from the dispatch log until the frontier takes them */
-    size_t nholds;
 
     atomic_uint_fast64_t nudges;  /* bumped by every nudge (see nudge) */
     atomic_bool sleeping;         /* the scheduler is (about to be) waiting */
@@ -1151,51 +1149,54 @@ typedef struct holdset {
     frontier_hold_entry *v;
     size_t n, cap;
     int64_t longest;
+    bool short_of_memory;
 } holdset;
 
 /* How long after a request started at most its answer ends: the fetch's
  * timeout, and slack for its wait between the log and libcurl. */
 #define HOLD_SLACK_MS 5000
 
-static holdset holdset_for(const crawl *c)
-{
-    return (holdset){ .now_wall = cr_wall_ms(), .timeout_ms = c->cfg->fetch.timeout_ms,
-                      .delay_ms = c->cfg->politeness.delay_ms };
-}
-
 /* A start an earlier run logged (robots.txt fetches too): its host waits
  * as if the answer ended at the latest it can have (now, or the timeout
  * after the start, whichever is sooner), then the spacing the host had. */
-static void holdset_add(holdset *hs, const dispatchlog_entry *e)
+static int holdset_add(void *ud, const dispatchlog_entry *e)
 {
+    holdset *hs = ud;
     if (e->host_key == 0 || e->started_ms <= 0)
-        return; /* unknown (a log of the first layout) */
+        return 0; /* unknown (a log of the first layout) */
     int64_t end = e->started_ms + hs->timeout_ms + HOLD_SLACK_MS;
     if (end > hs->now_wall)
         end = hs->now_wall;
     int64_t wait = end + (e->spacing_ms >= 0 ? e->spacing_ms : hs->delay_ms) - hs->now_wall;
     if (wait <= 0)
-        return;
+        return 0;
     if (hs->n == hs->cap) {
         size_t cap = hs->cap ? hs->cap * 2 : 256;
         frontier_hold_entry *v = cr_realloc(hs->v, cap * sizeof *v);
-        if (v == NULL)
-            return; /* out of memory: this host is not held */
+        if (v == NULL) {
+            hs->short_of_memory = true;
+            return 1;
+        }
         hs->v = v;
         hs->cap = cap;
     }
     hs->v[hs->n++] = (frontier_hold_entry){ e->host_key, wait };
     if (wait > hs->longest)
         hs->longest = wait;
+    return 0;
 }
 
-int crawl_hold_started(crawl *c, const dispatchlog_entry *v, size_t n)
+int crawl_hold_logged(crawl *c, dispatchlog *l, int64_t *longest)
 {
-    holdset hs = holdset_for(c);
-    for (size_t i = 0; i < n; i++)
-        holdset_add(&hs, &v[i]);
-    int rc = hs.n > 0 ? frontier_hold(c->fr, hs.v, hs.n, mono_ms()) : 0;
+    holdset hs = { .now_wall = cr_wall_ms(), .timeout_ms = c->cfg->fetch.timeout_ms,
+                   .delay_ms = c->cfg->politeness.delay_ms };
+    dispatchlog_scan(l, holdset_add, &hs);
+    int rc = hs.short_of_memory ? -ENOMEM
+             : hs.n > 0         ? frontier_hold(c->fr, hs.v, hs.n, mono_ms())
+                                : 0;
     cr_free(hs.v);
+    if (longest != NULL)
+        *longest = rc == 0 ? hs.longest : 0;
     return rc;
 }
 
@@ -1203,7 +1204,6 @@ typedef struct refetch {
     db_reader *rd;
     int64_t *ids;
     size_t n, cap;
-    holdset holds;
 } refetch;
 
 /* A start the last run logged: kept when its outcome was never stored. */
@@ -1212,7 +1212,6 @@ static int lost_outcome(void *ud, const dispatchlog_entry *e)
     refetch *r = ud;
     int64_t id = e->id;
     int attempt = e->attempt, state = 0, attempts = 0;
-    holdset_add(&r->holds, e);
     if (id <= 0 || db_reader_row(r->rd, id, &state, &attempts, NULL) < 0)
         return 0;
     if ((state != DB_STATE_QUEUED && state != DB_STATE_IN_FLIGHT) || attempts >= attempt)
@@ -1236,23 +1235,19 @@ static int cmp_id(const void *a, const void *b)
 }
 
 /* Opens the dispatch log and says how many URLs the last run requested
- * without storing their outcome: exactly those are fetched again. */
+ * without storing their outcome: exactly those are fetched again. Its
+ * entries stay for start_dispatch_log. */
 static int open_dispatch_log(crawl *c, char *err, size_t errlen)
 {
     int clean = 1;
     c->dl = dispatchlog_open(c->cfg->storage.state_dir, &clean, err, errlen);
     if (c->dl == NULL)
         return -1;
-    refetch r = { .rd = db_reader_open(c->d, err, errlen), .holds = holdset_for(c) };
+    refetch r = { .rd = db_reader_open(c->d, err, errlen) };
     if (r.rd == NULL)
         return -1;
     dispatchlog_scan(c->dl, lost_outcome, &r);
     db_reader_free(r.rd);
-    c->holds = r.holds.v;
-    c->nholds = r.holds.n;
-    if (r.holds.n > 0 && c->log)
-        fprintf(c->log, "crawld: politeness: the last run's requests hold their hosts up to %.1f s"
-                        " before the next one\n", (double)r.holds.longest / 1000.0);
     size_t unique = 0;
     if (r.n > 0) {
         qsort(r.ids, r.n, sizeof *r.ids, cmp_id);
@@ -1266,6 +1261,21 @@ static int open_dispatch_log(crawl *c, char *err, size_t errlen)
                         " being stored (in flight, or inside the commit window); they will be"
                         " fetched again, and no others\n",
                 clean ? "was stopped with fetches in flight" : "did not end cleanly", unique);
+    return 0;
+}
+
+/* Once the frontier is made: the last run's requests hold their hosts,
+ * then the log starts this run. */
+static int start_dispatch_log(crawl *c, char *err, size_t errlen)
+{
+    int64_t longest = 0;
+    if (crawl_hold_logged(c, c->dl, &longest) < 0) {
+        snprintf(err, errlen, "frontier: out of memory");
+        return -1;
+    }
+    if (longest > 0 && c->log)
+        fprintf(c->log, "crawld: politeness: the last run's requests hold their hosts up to %.1f s"
+                        " before the next one\n", (double)longest / 1000.0);
     dispatchlog_reset(c->dl);
     return 0;
 }
@@ -1319,13 +1329,8 @@ crawl *crawl_open(const crawl_config *cfg, FILE *log, char *err, size_t errlen)
     c->fr = frontier_new(&fo, c->d, err, errlen);
     if (c->fr == NULL)
         goto fail;
-    if (c->nholds > 0 && frontier_hold(c->fr, c->holds, c->nholds, mono_ms()) < 0) {
-        snprintf(err, errlen, "frontier: out of memory");
+    if (start_dispatch_log(c, err, errlen) < 0)
         goto fail;
-    }
-    cr_free(c->holds);
-    c->holds = NULL;
-    c->nholds = 0;
     c->run_start_ms = cr_wall_ms();
     c->rc = recrawl_new(c->d, cfg, err, errlen);
     if (c->rc == NULL)
@@ -2240,7 +2245,6 @@ int crawl_close(crawl *c)
     /* clean: every outcome of a noted fetch is committed (or its row is
      * still queued, which the next run's scan finds anyway) */
     dispatchlog_close(c->dl, c->d != NULL && db_rc == 0);
-    cr_free(c->holds);
     url_canon_free(c->uc);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);

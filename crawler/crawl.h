@@ -129,10 +129,11 @@ int crawl_admit_remote(crawl *c, const crawl_link *v, size_t n);
  * foreign slot is forwarded before any seen test. 0 with *rows, or < 0
  * with err. Any thread but the scheduler's. OUT: rows */
 int crawl_slot_busy(crawl *c, db_host_pick_fn pick, void *arg);
-/* Politeness after a rescue: the fetches another node's dispatch log
- * names (a node gone for good) hold their hosts here as this node's own
- * log does after a restart (crawl_open). 0 or -ENOMEM (none held). */
-int crawl_hold_started(crawl *c, const dispatchlog_entry *v, size_t n);
+/* Politeness across runs: the fetches dispatch log l names hold their
+ * hosts here (crawl_open does it with its own log; a rescue with the log
+ * of a node gone for good). *longest (may be NULL) gets the longest hold.
+ * 0 or -ENOMEM (none held). */
+int crawl_hold_logged(crawl *c, dispatchlog *l, int64_t *longest);
 int crawl_slot_export(crawl *c, const char *path, db_host_pick_fn pick, void *arg,
                       int64_t *rows, char *err, size_t errlen);
 int crawl_slot_drop(crawl *c, db_host_pick_fn pick, void *arg, int64_t *rows, char *err,

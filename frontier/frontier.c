@@ -232,7 +232,7 @@ static int hosts_grow(frontier *f)
         fhost *h = f->hb[i], *next;
         for (; h != NULL; h = next) {
             next = h->hnext;
-            size_t j = hash_str(h->name) & (nb - 1);
+            size_t j = h->key & (nb - 1);
             h->hnext = b[j];
             b[j] = h;
         }
@@ -296,9 +296,9 @@ static fhost *host_get(frontier *f, const char *name)
     h->seq = f->host_seq++;
     h->last_ms = -1;
     h->crawl_delay = -1;
-    uint64_t key = hash_str(name);
-    h->next_ok = hold_for(f, key);
-    size_t j = key & (f->nhb - 1);
+    h->key = hash_str(name);
+    h->next_ok = hold_for(f, h->key);
+    size_t j = h->key & (f->nhb - 1);
     h->hnext = f->hb[j];
     f->hb[j] = h;
     f->st.hosts++;
@@ -949,7 +949,7 @@ static void start_request(frontier *f, fhost *h, int64_t now, frontier_job *job)
     f->in_flight++;
     h->last_start = now;
     job->spacing_ms = host_spacing(f, h);
-    job->host_key = hash_str(h->name);
+    job->host_key = h->key;
     h->next_ok = now + job->spacing_ms;
     h->waiting = false;
 }
@@ -1679,7 +1679,7 @@ int frontier_hold(frontier *f, const frontier_hold_entry *v, size_t n, int64_t n
         cr_free(c);
     for (size_t i = 0; i < f->nhb && m > 0; i++) { /* the hosts known already */
         for (fhost *h = f->hb[i]; h != NULL; h = h->hnext) {
-            int64_t until = hold_for(f, hash_str(h->name));
+            int64_t until = hold_for(f, h->key);
             if (until > h->next_ok) {
                 h->next_ok = until;
                 host_touch(f, h);

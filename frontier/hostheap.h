@@ -22,6 +22,7 @@ enum { HEAP_TIME, HEAP_READY, HEAP_SIZE, HEAP_COUNT };
 typedef struct fhost {
     struct fhost *hnext;     /* hash chain */
     char *name;
+    uint64_t key;            /* hash_str(name): its bucket, frontier_host_key */
     char *origin;            /* "scheme://authority" of a URL seen; robots.txt */
     uint64_t seq;            /* creation order: heap tie-break */
     size_t pos[HEAP_COUNT];  /* index + 1 in each heap; 0 = not in it */

@@ -107,8 +107,8 @@ dispatchlog *dispatchlog_open(const char *state_dir, int *was_clean, char *err, 
     close(fd);
     l->size = size;
     l->slot = (_Atomic uint64_t *)(void *)(l->map + HEADER);
-    if (v1 != NULL) { /* the first layout: its entries, the rest unknown */
-        memset(l->map, 0, size);
+    if (v1 != NULL) { /* the first layout (the file, just sized, is zeros):
+                         its entries, the rest unknown */
         for (size_t i = 0; i < DISPATCHLOG_SLOTS; i++)
             atomic_store_explicit(&l->slot[i * WORDS], v1[i], memory_order_relaxed);
         h.magic = MAGIC;
